@@ -1,0 +1,66 @@
+# kamaji-hami-platform: `make up` runs the platform, `make test` runs the unit suite.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+STACK ?= dev
+VENV ?= .venv
+TEST_VENV ?= .venv-test
+PYTHON ?= python3
+# Local file backend inside the project unless the user chose another one.
+export PULUMI_BACKEND_URL ?= file://$(CURDIR)/.pulumi-state
+export PULUMI_SKIP_UPDATE_CHECK := true
+# The passphrase encrypts secrets (kubeconfigs) in the stack state. Export your
+# own; the empty default only suits a throwaway local dev stack.
+export PULUMI_CONFIG_PASSPHRASE ?=
+
+.PHONY: help up preview down test lint images check-tools venv stack
+
+help:
+	@echo "make up       create the platform (stack $(STACK)): kind, Kamaji, tenants, HAMi"
+	@echo "make preview  show what 'make up' would change"
+	@echo "make down     destroy everything the stack created"
+	@echo "make test     unit suite in a fresh virtualenv (no Docker, no Pulumi CLI needed)"
+	@echo "make images   list every pinned image and chart"
+
+check-tools:
+	@missing=0; \
+	command -v docker >/dev/null || { echo "missing: docker  -> https://docs.docker.com/engine/install/"; missing=1; }; \
+	command -v kind   >/dev/null || { echo "missing: kind    -> https://kind.sigs.k8s.io/docs/user/quick-start/#installation"; missing=1; }; \
+	command -v pulumi >/dev/null || { echo "missing: pulumi  -> https://www.pulumi.com/docs/iac/download-install/"; missing=1; }; \
+	if [ $$missing -eq 0 ] && ! docker info >/dev/null 2>&1; then \
+	  echo "docker is installed but the daemon is not reachable (is it running? may this user use it?)"; missing=1; fi; \
+	exit $$missing
+
+$(VENV)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet -r requirements.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+stack: check-tools venv
+	@case "$$PULUMI_BACKEND_URL" in file://*) mkdir -p "$${PULUMI_BACKEND_URL#file://}";; esac
+	@[ -n "$$PULUMI_CONFIG_PASSPHRASE" ] || echo "note: PULUMI_CONFIG_PASSPHRASE is empty (fine for a local dev stack only)"
+	pulumi login "$$PULUMI_BACKEND_URL" >/dev/null
+	pulumi stack select $(STACK) 2>/dev/null || pulumi stack init $(STACK)
+
+up: stack
+	pulumi up --yes --stack $(STACK)
+
+preview: stack
+	pulumi preview --diff --stack $(STACK)
+
+down: stack
+	pulumi destroy --yes --stack $(STACK)
+
+test:
+	rm -rf $(TEST_VENV)
+	$(PYTHON) -m venv $(TEST_VENV)
+	$(TEST_VENV)/bin/pip install --quiet -r requirements.txt
+	$(TEST_VENV)/bin/python -m pytest -m "not e2e"
+
+lint: venv
+	$(VENV)/bin/ruff check .
+
+images:
+	@$(PYTHON) -m components.versions

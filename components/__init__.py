@@ -1,0 +1,1 @@
+"""kamaji-hami-platform: components, pure renderers and the GPU fit model."""

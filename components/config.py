@@ -1,0 +1,486 @@
+"""Stack configuration: the only module that reads Pulumi config.
+
+`parse_config` turns the raw config mapping into frozen, typed objects and
+validates all of it before any resource is registered. Every problem names its
+config path (`tenants[1].podCidr: ...`) and all problems are reported together
+in one `ConfigError`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from components import versions
+
+PROJECT = "kamaji-hami-platform"
+
+# kind's own networks in the management cluster (set explicitly in the kind config).
+MANAGEMENT_POD_CIDR = "10.244.0.0/16"
+MANAGEMENT_SERVICE_CIDR = "10.96.0.0/16"
+
+GPU_POLICIES = ("binpack", "spread")
+NODE_POLICIES = ("binpack", "spread")
+DEFAULT_NODE_LOCK_TIMEOUT = "5s"
+# A node's device list lives in one annotation; real nodes carry at most 8-16
+# cards, and 16 devices (~3 KiB of JSON) stay far below the 256 KiB the API
+# server allows for all annotations of an object.
+MAX_CARDS_PER_NODE = 16
+# Namespaces of the management cluster that a tenant (whose name is its
+# namespace) must never take over.
+RESERVED_NAMESPACES = (
+    "cert-manager", "default", "kamaji-system", "kube-node-lease", "kube-public",
+    "kube-system", "local-path-storage", "metallb-system",
+)
+QUOTA_KEYS = ("limits.nvidia.com/gpu", "limits.nvidia.com/gpumem")
+
+_DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_K8S_VERSION = re.compile(r"^v(\d+)\.(\d+)\.(\d+)$")
+_DURATION = re.compile(r"^(\d+)(s|m)$")
+_DOCKER_NETWORK = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
+_IMAGE = re.compile(r"^[a-z0-9.\-/:_]+:[A-Za-z0-9_.\-]+$")
+
+
+class ConfigError(ValueError):
+    """The stack configuration is invalid; `problems` lists every finding."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("invalid stack configuration:\n  - " + "\n  - ".join(self.problems))
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    """A GPU model as HAMi sees it: memory, compute, slots and product string."""
+
+    name: str
+    memory_mib: int
+    cores: int
+    split_count: int
+    product: str
+
+
+BUILTIN_GPU_MODELS: Mapping[str, GpuModel] = {
+    "A100-80GB": GpuModel("A100-80GB", 81920, 100, 10, "NVIDIA A100-SXM4-80GB"),
+}
+
+
+@dataclass(frozen=True)
+class HamiSettings:
+    """HAMi scheduler settings of one tenant."""
+
+    gpu_scheduler_policy: str = "spread"
+    node_scheduler_policy: str = "binpack"
+    node_lock_timeout: str = DEFAULT_NODE_LOCK_TIMEOUT
+
+
+@dataclass(frozen=True)
+class GpuPool:
+    """The GPUs each worker of a tenant carries."""
+
+    model: GpuModel
+    per_worker: int
+    mock: bool = True
+
+
+@dataclass(frozen=True)
+class TenantConfig:
+    """One tenant: its control plane, networks, workers and GPUs."""
+
+    name: str
+    kubernetes_version: str
+    control_plane_replicas: int
+    pod_cidr: str
+    service_cidr: str
+    workers: int
+    gpus: GpuPool | None
+    hami: HamiSettings = field(default_factory=HamiSettings)
+    gpu_quota: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def namespace(self) -> str:
+        return self.name
+
+    @property
+    def dns_service_ip(self) -> str:
+        """Kamaji's own default: the 10th address of the service CIDR."""
+        return str(ipaddress.ip_network(self.service_cidr)[10])
+
+    @property
+    def minor(self) -> int:
+        return int(self.kubernetes_version.split(".")[1])
+
+    def worker_names(self) -> list[str]:
+        return [f"{self.name}-worker-{index}" for index in range(self.workers)]
+
+
+@dataclass(frozen=True)
+class ManagementConfig:
+    """The kind management cluster."""
+
+    name: str = "kamaji"
+    node_image: str = versions.KIND_NODE_IMAGE
+    docker_network: str = "kind"
+    metallb_address_range: str | None = None
+    kamaji_etcd_replicas: int = 3
+
+
+@dataclass(frozen=True)
+class PodShape:
+    """A reference GPU workload: HAMi resource limits of one container."""
+
+    gpumem: int = 20000
+    gpucores: int = 30
+    gpu: int = 1
+
+
+@dataclass(frozen=True)
+class PlatformConfig:
+    """The whole validated stack configuration."""
+
+    management: ManagementConfig
+    tenants: tuple[TenantConfig, ...]
+    gpu_models: Mapping[str, GpuModel]
+    reference_pod: PodShape = field(default_factory=PodShape)
+
+
+class _Problems:
+    """Collects problems so that all of them are reported at once."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def add(self, path: str, message: str) -> None:
+        self.items.append(f"{path}: {message}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _mapping(value: Any, path: str, problems: _Problems) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        problems.add(path, f"must be a mapping, got {type(value).__name__}")
+        return {}
+    return value
+
+
+def _unknown_keys(obj: Mapping[str, Any], allowed: tuple[str, ...], path: str,
+                  problems: _Problems) -> None:
+    for key in obj:
+        if key not in allowed:
+            problems.add(f"{path}.{key}", f"unknown key (allowed: {', '.join(allowed)})")
+
+
+def _string(obj: Mapping[str, Any], key: str, path: str, problems: _Problems,
+            default: str | None = None) -> str | None:
+    value = obj.get(key, default)
+    if value is None:
+        problems.add(f"{path}.{key}", "is required")
+        return None
+    if not isinstance(value, str) or not value:
+        problems.add(f"{path}.{key}", f"must be a non-empty string, got {value!r}")
+        return None
+    return value
+
+
+def _integer(obj: Mapping[str, Any], key: str, path: str, problems: _Problems,
+             default: int | None = None, minimum: int = 1,
+             maximum: int | None = None) -> int | None:
+    value = obj.get(key, default)
+    if value is None:
+        problems.add(f"{path}.{key}", "is required")
+        return None
+    if not _is_int(value):
+        problems.add(f"{path}.{key}", f"must be an integer, got {value!r}")
+        return None
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+        qualifier = "positive, " if minimum == 1 else ""
+        problems.add(f"{path}.{key}", f"must be {qualifier}{bound}, got {value}")
+        return None
+    return value
+
+
+def _dns_label(name: str | None, path: str, problems: _Problems, max_length: int = 63) -> None:
+    if name is None:
+        return
+    if len(name) > max_length or not _DNS_1035.match(name):
+        problems.add(path, f"{name!r} is not a DNS-1035 label of at most {max_length} "
+                           "characters (lowercase letters, digits and '-', starting with a letter)")
+
+
+def _ipv4_network(value: str | None, path: str, problems: _Problems,
+                  min_prefix: int, max_prefix: int) -> ipaddress.IPv4Network | None:
+    if value is None:
+        return None
+    try:
+        network = ipaddress.ip_network(value, strict=True)
+    except ValueError as error:
+        problems.add(path, f"{value!r} is not a valid CIDR ({error})")
+        return None
+    if not isinstance(network, ipaddress.IPv4Network):
+        problems.add(path, f"{value!r} must be an IPv4 CIDR")
+        return None
+    if not min_prefix <= network.prefixlen <= max_prefix:
+        problems.add(path, f"{value!r} must have a prefix between /{min_prefix} and /{max_prefix}")
+        return None
+    return network
+
+
+def _kubernetes_version(value: str | None, path: str, problems: _Problems) -> None:
+    if value is None:
+        return
+    match = _K8S_VERSION.match(value)
+    if not match:
+        problems.add(path, f"{value!r} must look like v1.35.0 (the kindest/node and "
+                           "registry.k8s.io/kube-scheduler tag format)")
+        return
+    major, minor = int(match.group(1)), int(match.group(2))
+    if major != versions.KUBERNETES_MAJOR or not (
+            versions.TENANT_MIN_MINOR <= minor <= versions.TENANT_MAX_MINOR):
+        problems.add(path, f"{value!r} is outside v1.{versions.TENANT_MIN_MINOR}-"
+                           f"v1.{versions.TENANT_MAX_MINOR}, the range Kamaji "
+                           f"{versions.KAMAJI_IMAGE_TAG} accepts")
+
+
+def _parse_gpu_models(raw: Any, problems: _Problems) -> dict[str, GpuModel]:
+    models = dict(BUILTIN_GPU_MODELS)
+    for name, spec in _mapping(raw, "gpuModels", problems).items():
+        path = f"gpuModels.{name}"
+        if name in BUILTIN_GPU_MODELS:
+            problems.add(path, "redefines a built-in GPU model")
+            continue
+        spec = _mapping(spec, path, problems)
+        _unknown_keys(spec, ("memoryMiB", "cores", "splitCount", "product"), path, problems)
+        memory = _integer(spec, "memoryMiB", path, problems, maximum=2**31 - 1)
+        cores = _integer(spec, "cores", path, problems, maximum=100)
+        split = _integer(spec, "splitCount", path, problems, maximum=1024)
+        product = _string(spec, "product", path, problems)
+        if product is not None and "nvidia" not in product.lower():
+            problems.add(f"{path}.product", f"{product!r} must contain 'NVIDIA': HAMi only "
+                                            "registers NVIDIA devices whose type says so")
+            product = None
+        if None not in (memory, cores, split, product):
+            models[str(name)] = GpuModel(str(name), memory, cores, split, product)  # type: ignore[arg-type]
+    return models
+
+
+def _parse_hami(raw: Any, path: str, problems: _Problems) -> HamiSettings:
+    obj = _mapping(raw, path, problems)
+    _unknown_keys(obj, ("gpuSchedulerPolicy", "nodeSchedulerPolicy", "nodeLockTimeout"),
+                  path, problems)
+    defaults = HamiSettings()
+    gpu = _string(obj, "gpuSchedulerPolicy", path, problems, defaults.gpu_scheduler_policy)
+    node = _string(obj, "nodeSchedulerPolicy", path, problems, defaults.node_scheduler_policy)
+    timeout = _string(obj, "nodeLockTimeout", path, problems, defaults.node_lock_timeout)
+    if gpu is not None and gpu not in GPU_POLICIES:
+        problems.add(f"{path}.gpuSchedulerPolicy", f"{gpu!r} must be one of {', '.join(GPU_POLICIES)}")
+    if node is not None and node not in NODE_POLICIES:
+        problems.add(f"{path}.nodeSchedulerPolicy",
+                     f"{node!r} must be one of {', '.join(NODE_POLICIES)}")
+    if timeout is not None:
+        match = _DURATION.match(timeout)
+        seconds = int(match.group(1)) * (60 if match.group(2) == "m" else 1) if match else 0
+        if not 1 <= seconds <= 300:
+            problems.add(f"{path}.nodeLockTimeout",
+                         f"{timeout!r} must be a duration like '5s' or '1m', between 1s and 5m")
+    if None in (gpu, node, timeout):
+        return defaults
+    return HamiSettings(gpu, node, timeout)  # type: ignore[arg-type]
+
+
+def _parse_gpus(raw: Any, path: str, workers: int | None, models: Mapping[str, GpuModel],
+                problems: _Problems) -> GpuPool | None:
+    if raw is None:
+        return None
+    obj = _mapping(raw, path, problems)
+    _unknown_keys(obj, ("model", "perWorker", "mock"), path, problems)
+    model_name = _string(obj, "model", path, problems)
+    per_worker = _integer(obj, "perWorker", path, problems, default=1,
+                          maximum=MAX_CARDS_PER_NODE)
+    mock = obj.get("mock", True)
+    if not isinstance(mock, bool):
+        problems.add(f"{path}.mock", f"must be true or false, got {mock!r}")
+    model = models.get(model_name) if model_name is not None else None
+    if model_name is not None and model is None:
+        problems.add(f"{path}.model", f"unknown GPU model {model_name!r} "
+                                      f"(defined: {', '.join(sorted(models))})")
+    if workers == 0:
+        problems.add(path, "GPUs are requested but the tenant has 0 workers")
+    if model is None or per_worker is None or not isinstance(mock, bool):
+        return None
+    return GpuPool(model, per_worker, mock)
+
+
+def _parse_quota(raw: Any, path: str, problems: _Problems) -> dict[str, int]:
+    quota: dict[str, int] = {}
+    for key, value in _mapping(raw, path, problems).items():
+        if key not in QUOTA_KEYS:
+            problems.add(f"{path}.{key}", f"is not a GPU quota key HAMi enforces "
+                                          f"(allowed: {', '.join(QUOTA_KEYS)})")
+        elif not _is_int(value) or value < 0:
+            problems.add(f"{path}.{key}", f"must be a non-negative integer, got {value!r}")
+        else:
+            quota[key] = value
+    return quota
+
+
+_TENANT_KEYS = ("name", "kubernetesVersion", "controlPlaneReplicas", "podCidr", "serviceCidr",
+                "workers", "gpus", "hami", "gpuQuota")
+
+
+def _parse_tenant(raw: Any, index: int, models: Mapping[str, GpuModel],
+                  problems: _Problems) -> TenantConfig | None:
+    path = f"tenants[{index}]"
+    if not isinstance(raw, Mapping) or not raw:
+        problems.add(path, "must be a non-empty mapping")
+        return None
+    obj = raw
+    _unknown_keys(obj, _TENANT_KEYS, path, problems)
+    name = _string(obj, "name", path, problems)
+    # `<name>-worker-<n>` and `<name>-admin-kubeconfig` must stay valid names.
+    _dns_label(name, f"{path}.name", problems, max_length=40)
+    if name in RESERVED_NAMESPACES:
+        problems.add(f"{path}.name", f"{name!r} is a namespace the management cluster uses")
+    version = _string(obj, "kubernetesVersion", path, problems)
+    _kubernetes_version(version, f"{path}.kubernetesVersion", problems)
+    replicas = _integer(obj, "controlPlaneReplicas", path, problems, default=1, maximum=5)
+    pod_cidr = _string(obj, "podCidr", path, problems)
+    service_cidr = _string(obj, "serviceCidr", path, problems)
+    pod_net = _ipv4_network(pod_cidr, f"{path}.podCidr", problems, 8, 22)
+    service_net = _ipv4_network(service_cidr, f"{path}.serviceCidr", problems, 12, 28)
+    workers = _integer(obj, "workers", path, problems, default=1, minimum=0, maximum=99)
+    gpus = _parse_gpus(obj.get("gpus"), f"{path}.gpus", workers, models, problems)
+    hami = _parse_hami(obj.get("hami"), f"{path}.hami", problems)
+    quota = _parse_quota(obj.get("gpuQuota"), f"{path}.gpuQuota", problems)
+    if None in (name, version, replicas, pod_net, service_net, workers):
+        return None
+    if "gpus" in obj and gpus is None:
+        return None
+    return TenantConfig(name, version, replicas, pod_cidr, service_cidr, workers,  # type: ignore[arg-type]
+                        gpus, hami, quota)
+
+
+def _check_overlaps(tenants: list[TenantConfig], problems: _Problems) -> None:
+    claimed: list[tuple[str, ipaddress.IPv4Network | ipaddress.IPv6Network]] = [
+        ("the management cluster's pod CIDR", ipaddress.ip_network(MANAGEMENT_POD_CIDR)),
+        ("the management cluster's service CIDR", ipaddress.ip_network(MANAGEMENT_SERVICE_CIDR)),
+    ]
+    for index, tenant in enumerate(tenants):
+        for key, cidr in (("podCidr", tenant.pod_cidr), ("serviceCidr", tenant.service_cidr)):
+            network = ipaddress.ip_network(cidr)
+            for owner, other in claimed:
+                if network.overlaps(other):
+                    problems.add(f"tenants[{index}].{key}", f"{cidr} overlaps {owner} ({other})")
+            claimed.append((f"tenants[{index}].{key}", network))
+
+
+def _parse_management(raw: Any, problems: _Problems) -> ManagementConfig:
+    obj = _mapping(raw, "management", problems)
+    _unknown_keys(obj, ("name", "nodeImage", "dockerNetwork", "metallbAddressRange",
+                        "kamajiEtcdReplicas"), "management", problems)
+    defaults = ManagementConfig()
+    name = _string(obj, "name", "management", problems, defaults.name)
+    _dns_label(name, "management.name", problems, max_length=40)
+    image = _string(obj, "nodeImage", "management", problems, defaults.node_image)
+    if image is not None and not _IMAGE.match(image):
+        problems.add("management.nodeImage", f"{image!r} must be an image with an explicit tag")
+    network = _string(obj, "dockerNetwork", "management", problems, defaults.docker_network)
+    if network is not None and not _DOCKER_NETWORK.match(network):
+        problems.add("management.dockerNetwork", f"{network!r} is not a Docker network name")
+    address_range = obj.get("metallbAddressRange")
+    if address_range is not None:
+        _check_address_range(address_range, problems)
+    etcd = _integer(obj, "kamajiEtcdReplicas", "management", problems,
+                    default=defaults.kamaji_etcd_replicas, maximum=5)
+    if None in (name, image, network, etcd):
+        return defaults
+    return ManagementConfig(name, image, network, address_range, etcd)  # type: ignore[arg-type]
+
+
+def _check_address_range(value: Any, problems: _Problems) -> None:
+    path = "management.metallbAddressRange"
+    if not isinstance(value, str) or value.count("-") != 1:
+        problems.add(path, f"{value!r} must look like 172.18.255.200-172.18.255.250")
+        return
+    try:
+        first, last = (ipaddress.IPv4Address(part.strip()) for part in value.split("-"))
+    except ValueError:
+        problems.add(path, f"{value!r} must be two IPv4 addresses joined by '-'")
+        return
+    if first > last:
+        problems.add(path, f"{value!r} starts after it ends")
+
+
+def _parse_reference_pod(raw: Any, problems: _Problems) -> PodShape:
+    obj = _mapping(raw, "referencePod", problems)
+    _unknown_keys(obj, ("gpumem", "gpucores", "gpu"), "referencePod", problems)
+    defaults = PodShape()
+    gpumem = _integer(obj, "gpumem", "referencePod", problems, defaults.gpumem,
+                      maximum=2**31 - 1)
+    gpucores = _integer(obj, "gpucores", "referencePod", problems, defaults.gpucores,
+                        minimum=0, maximum=100)
+    gpu = _integer(obj, "gpu", "referencePod", problems, defaults.gpu, maximum=MAX_CARDS_PER_NODE)
+    if None in (gpumem, gpucores, gpu):
+        return defaults
+    return PodShape(gpumem, gpucores, gpu)  # type: ignore[arg-type]
+
+
+def parse_config(raw: Mapping[str, Any]) -> PlatformConfig:
+    """Validate the raw stack config; raise one ConfigError listing every problem."""
+    problems = _Problems()
+    if not isinstance(raw, Mapping):
+        raise ConfigError([f"<root>: must be a mapping, got {type(raw).__name__}"])
+    management = _parse_management(raw.get("management"), problems)
+    models = _parse_gpu_models(raw.get("gpuModels"), problems)
+    raw_tenants = raw.get("tenants")
+    tenants: list[TenantConfig] = []
+    if not isinstance(raw_tenants, list) or not raw_tenants:
+        problems.add("tenants", "must be a non-empty list of tenants")
+        raw_tenants = []
+    for index, raw_tenant in enumerate(raw_tenants):
+        tenant = _parse_tenant(raw_tenant, index, models, problems)
+        if tenant is not None:
+            tenants.append(tenant)
+    seen: dict[str, int] = {}
+    for index, raw_tenant in enumerate(raw_tenants):
+        name = raw_tenant.get("name") if isinstance(raw_tenant, Mapping) else None
+        if isinstance(name, str) and name in seen:
+            problems.add(f"tenants[{index}].name",
+                         f"duplicate tenant name {name!r} (also tenants[{seen[name]}])")
+        elif isinstance(name, str):
+            seen[name] = index
+    _check_overlaps(tenants, problems)
+    reference_pod = _parse_reference_pod(raw.get("referencePod"), problems)
+    if problems.items:
+        raise ConfigError(problems.items)
+    return PlatformConfig(management, tuple(tenants), models, reference_pod)
+
+
+CONFIG_KEYS = ("management", "tenants", "gpuModels", "referencePod")
+
+
+def load_config() -> PlatformConfig:
+    """Read the stack config through Pulumi and validate it."""
+    import pulumi
+
+    config = pulumi.Config(PROJECT)
+    raw: dict[str, Any] = {}
+    problems: list[str] = []
+    for key in CONFIG_KEYS:
+        try:
+            value = config.get_object(key)
+        except Exception as error:  # Pulumi raises its own JSON errors here.
+            problems.append(f"{key}: is not valid structured config ({type(error).__name__})")
+            continue
+        if value is not None:
+            raw[key] = value
+    if problems:
+        raise ConfigError(problems)
+    return parse_config(raw)

@@ -1,0 +1,129 @@
+"""ManagementCluster: kind, cert-manager, MetalLB and Kamaji (design §4)."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as kubernetes
+from pulumi_command import local
+
+from components import management_render as render
+from components import versions
+from components.config import ManagementConfig
+
+TYPE_TOKEN = "kamaji-hami-platform:index:ManagementCluster"
+# Helm's own default (300 s) is too short for kamaji-etcd's three PVC-backed pods.
+HELM_TIMEOUT_SECONDS = 900
+
+
+def _helm_release(name: str, chart: versions.HelmChart, namespace: str,
+                  values: dict, opts: pulumi.ResourceOptions) -> kubernetes.helm.v3.Release:
+    return kubernetes.helm.v3.Release(
+        name,
+        name=name,
+        chart=chart.name,
+        version=chart.version,
+        repository_opts=kubernetes.helm.v3.RepositoryOptsArgs(repo=chart.repository),
+        namespace=namespace,
+        create_namespace=True,
+        values=values,
+        timeout=HELM_TIMEOUT_SECONDS,
+        opts=opts,
+    )
+
+
+class ManagementCluster(pulumi.ComponentResource):
+    """A one-node kind cluster with cert-manager, MetalLB and Kamaji installed in order."""
+
+    kubeconfig: pulumi.Output[str]
+    """The management cluster's kubeconfig (secret)."""
+    provider: kubernetes.Provider
+    """The Kubernetes provider every management-cluster resource uses."""
+    pool_range: pulumi.Output[str]
+    """The MetalLB address range LoadBalancer services (tenant API servers) draw from."""
+
+    def __init__(self, name: str, management: ManagementConfig,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        kind_config = render.kind_cluster_config(management)
+
+        self.cluster = local.Command(
+            f"{name}-kind",
+            create=render.kind_create_script(management),
+            delete=render.kind_delete_script(management),
+            stdin=kind_config,
+            interpreter=["/bin/sh", "-c"],
+            # kind attaches its nodes to this Docker network (default `kind`).
+            environment={render.KIND_NETWORK_ENV: management.docker_network},
+            # Changing the name, image or kind config replaces the cluster; the
+            # name is fixed, so the old one must go first.
+            triggers=[management.name, management.node_image, kind_config],
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                delete_before_replace=True)),
+        )
+        kubeconfig_cmd = local.Command(
+            f"{name}-kubeconfig",
+            create=render.kind_kubeconfig_command(management),
+            logging=local.Logging.NONE,
+            triggers=[self.cluster.id],
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                depends_on=[self.cluster], additional_secret_outputs=["stdout", "stderr"])),
+        )
+        self.kubeconfig = pulumi.Output.secret(kubeconfig_cmd.stdout)
+        self.provider = kubernetes.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.kubeconfig,
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                depends_on=[kubeconfig_cmd])),
+        )
+        on_cluster = pulumi.ResourceOptions(parent=self, provider=self.provider)
+
+        self.cert_manager = _helm_release(
+            "cert-manager", versions.CERT_MANAGER_CHART, render.CERT_MANAGER_NAMESPACE,
+            render.cert_manager_values(), on_cluster)
+        self.metallb = _helm_release(
+            "metallb", versions.METALLB_CHART, render.METALLB_NAMESPACE,
+            render.metallb_values(), on_cluster)
+        self.pool_range = self._pool_range(name, management, child)
+        self.pool = kubernetes.apiextensions.CustomResource(
+            f"{name}-metallb-pool",
+            api_version=render.METALLB_API_VERSION,
+            kind="IPAddressPool",
+            metadata={"name": render.METALLB_POOL_NAME, "namespace": render.METALLB_NAMESPACE},
+            spec=self.pool_range.apply(render.metallb_pool_spec),
+            opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
+                depends_on=[self.metallb])),
+        )
+        self.l2_advertisement = kubernetes.apiextensions.CustomResource(
+            f"{name}-metallb-l2",
+            api_version=render.METALLB_API_VERSION,
+            kind="L2Advertisement",
+            metadata={"name": render.METALLB_POOL_NAME, "namespace": render.METALLB_NAMESPACE},
+            spec=render.metallb_l2_advertisement_spec(),
+            opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
+                depends_on=[self.pool])),
+        )
+        self.kamaji = _helm_release(
+            render.KAMAJI_RELEASE, versions.KAMAJI_CHART, render.KAMAJI_NAMESPACE,
+            render.kamaji_values(management),
+            pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
+                depends_on=[self.cert_manager])))
+
+        self.register_outputs({
+            "kubeconfig": self.kubeconfig,
+            "poolRange": self.pool_range,
+        })
+
+    def _pool_range(self, name: str, management: ManagementConfig,
+                    child: pulumi.ResourceOptions) -> pulumi.Output[str]:
+        """The configured range, or one derived from the Docker network kind created."""
+        if management.metallb_address_range:
+            return pulumi.Output.from_input(management.metallb_address_range)
+        inspect = local.Command(
+            f"{name}-docker-network",
+            create=render.docker_network_ipam_command(management.docker_network),
+            triggers=[self.cluster.id],
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                depends_on=[self.cluster])),
+        )
+        return inspect.stdout.apply(render.metallb_range_from_ipam)

@@ -1,0 +1,134 @@
+"""Pure renderings for the management cluster: kind config, shell commands, Helm values.
+
+Everything here is a function of validated config (or of what Docker reports), so
+tests call it directly and two runs of the program produce identical inputs.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import shlex
+from typing import Any
+
+import yaml
+
+from components import versions
+from components.config import MANAGEMENT_POD_CIDR, MANAGEMENT_SERVICE_CIDR, ManagementConfig
+
+CERT_MANAGER_NAMESPACE = "cert-manager"
+METALLB_NAMESPACE = "metallb-system"
+KAMAJI_NAMESPACE = "kamaji-system"
+# The Kamaji CRD's conversion webhook is hard-wired to this release name and
+# namespace (facts/kamaji.md §1.1).
+KAMAJI_RELEASE = "kamaji"
+METALLB_POOL_NAME = "kind-pool"
+METALLB_API_VERSION = "metallb.io/v1beta1"
+KIND_NETWORK_ENV = "KIND_EXPERIMENTAL_DOCKER_NETWORK"
+
+# The MetalLB range takes 51 addresses at the top of the kind subnet, far from
+# the low addresses Docker hands to containers (management node, workers).
+_POOL_OFFSET_FROM_BROADCAST = (55, 5)
+_MAX_POOL_PREFIX = 24
+
+
+def kind_cluster_config(management: ManagementConfig) -> str:
+    """kind's cluster config: one node, kind's default CNI, networks pinned explicitly."""
+    config = {
+        "kind": "Cluster",
+        "apiVersion": "kind.x-k8s.io/v1alpha4",
+        "networking": {"podSubnet": MANAGEMENT_POD_CIDR, "serviceSubnet": MANAGEMENT_SERVICE_CIDR},
+        "nodes": [{"role": "control-plane", "image": management.node_image}],
+    }
+    return yaml.safe_dump(config, sort_keys=True)
+
+
+def kind_create_script(management: ManagementConfig) -> str:
+    """Create the kind cluster unless it exists; the config arrives on stdin."""
+    name = shlex.quote(management.name)
+    return (
+        "set -eu\n"
+        f"if kind get clusters 2>/dev/null | grep -qx {name}; then\n"
+        f"  echo 'kind cluster {management.name} already exists'\n"
+        "else\n"
+        f"  kind create cluster --name {name} --config - --wait 120s\n"
+        "fi\n"
+    )
+
+
+def kind_delete_script(management: ManagementConfig) -> str:
+    """Delete the kind cluster; a cluster that is already gone is not an error."""
+    name = shlex.quote(management.name)
+    return (
+        "set -eu\n"
+        f"if kind get clusters 2>/dev/null | grep -qx {name}; then\n"
+        f"  kind delete cluster --name {name}\n"
+        "else\n"
+        f"  echo 'kind cluster {management.name} is already gone'\n"
+        "fi\n"
+    )
+
+
+def kind_kubeconfig_command(management: ManagementConfig) -> str:
+    return f"kind get kubeconfig --name {shlex.quote(management.name)}"
+
+
+def docker_network_ipam_command(network: str) -> str:
+    return f"docker network inspect {shlex.quote(network)} --format '{{{{json .IPAM.Config}}}}'"
+
+
+def metallb_range_from_subnet(subnet: str) -> str:
+    """The MetalLB range for an IPv4 subnet: 51 addresses just below its broadcast."""
+    network = ipaddress.IPv4Network(subnet, strict=False)
+    if network.prefixlen > _MAX_POOL_PREFIX:
+        raise ValueError(f"Docker subnet {subnet} is smaller than /{_MAX_POOL_PREFIX}; set "
+                         "management.metallbAddressRange to a free range in it")
+    start, end = (network.broadcast_address - offset for offset in _POOL_OFFSET_FROM_BROADCAST)
+    return f"{start}-{end}"
+
+
+def metallb_range_from_ipam(ipam_json: str) -> str:
+    """Pick the IPv4 subnet from `docker network inspect`'s IPAM config and derive the range.
+
+    The `kind` network may list an IPv6 subnet too, in either order; using its
+    gateway is the pitfall the Kamaji kind guide warns about.
+    """
+    try:
+        entries = json.loads(ipam_json)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"cannot parse Docker IPAM config {ipam_json!r}: {error}") from None
+    for entry in entries or []:
+        subnet = (entry or {}).get("Subnet", "")
+        try:
+            if isinstance(ipaddress.ip_network(subnet, strict=False), ipaddress.IPv4Network):
+                return metallb_range_from_subnet(subnet)
+        except ValueError as error:
+            if "smaller than" in str(error):
+                raise
+    raise ValueError(f"the Docker network has no IPv4 subnet in {ipam_json!r}; set "
+                     "management.metallbAddressRange")
+
+
+def cert_manager_values() -> dict[str, Any]:
+    return {"crds": {"enabled": True}}
+
+
+def metallb_values() -> dict[str, Any]:
+    return {}
+
+
+def kamaji_values(management: ManagementConfig) -> dict[str, Any]:
+    """Kamaji pinned by image tag; `resources: null` as the kind guide installs it."""
+    return {
+        "image": {"tag": versions.KAMAJI_IMAGE_TAG},
+        "resources": None,
+        "kamaji-etcd": {"replicas": management.kamaji_etcd_replicas},
+    }
+
+
+def metallb_pool_spec(address_range: str) -> dict[str, Any]:
+    return {"addresses": [address_range]}
+
+
+def metallb_l2_advertisement_spec() -> dict[str, Any]:
+    return {"ipAddressPools": [METALLB_POOL_NAME]}

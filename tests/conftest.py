@@ -1,0 +1,22 @@
+"""Shared fixtures: the dev stack config and one program run under mocks."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from tests.harness import Program, dev_stack_config, run_program
+
+
+@pytest.fixture
+def dev_config() -> dict[str, Any]:
+    """A fresh copy of the real Pulumi.dev.yaml config, safe to modify."""
+    return copy.deepcopy(dev_stack_config())
+
+
+@pytest.fixture(scope="session")
+def dev_program() -> Program:
+    """The whole program run once under mocks with the real dev stack."""
+    return run_program(dev_stack_config())

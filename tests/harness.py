@@ -1,0 +1,242 @@
+"""Run the real Pulumi program under mocks and record every registration.
+
+The stock mock monitor hands `new_resource` the deserialized inputs only; this
+one also keeps the raw wire form (so secrets stay visible as secrets), the
+parent, provider, dependencies and resource options of each registration.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import runpy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+from google.protobuf import json_format
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import settings as pulumi_settings
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+from components.config import PROJECT
+
+ROOT = Path(__file__).resolve().parent.parent
+MAIN = ROOT / "__main__.py"
+SECRET_SIG = "4dabf18193072939515e22adb298388d"
+SECRET_VALUE = "1b47061264138c4ac30d75fd1eb44270"
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+# Sentinels planted in everything the mocks return that is secret in real life.
+MGMT_KUBECONFIG_SENTINEL = "sentinel-management-kubeconfig-token"
+TENANT_KUBECONFIG_SENTINEL = "sentinel-tenant-kubeconfig-token"
+SENTINELS = (MGMT_KUBECONFIG_SENTINEL, TENANT_KUBECONFIG_SENTINEL)
+
+DOCKER_IPAM = '[{"Subnet":"172.18.0.0/16","Gateway":"172.18.0.1"}]'
+
+
+def fake_kubeconfig(server: str, token: str) -> str:
+    return yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "ctx",
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
+        "users": [{"name": "u", "user": {"token": token}}],
+    })
+
+
+@dataclass
+class Registration:
+    """One resource registration as the engine would receive it."""
+
+    type: str
+    name: str
+    urn: str
+    parent: str
+    provider: str
+    dependencies: list[str]
+    custom: bool
+    inputs: dict[str, Any]
+    wire: dict[str, Any]
+    options: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def provider_urn(self) -> str:
+        return self.provider.split("::" + self.provider.split("::")[-1])[0] if self.provider else ""
+
+
+class PlatformMocks(pulumi.runtime.Mocks):
+    """Outputs that the real providers would compute, with sentinels for secrets."""
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
+        outputs = dict(args.inputs)
+        if args.typ == "command:local:Command":
+            outputs["stdout"] = self._command_stdout(args.name)
+            outputs["stderr"] = ""
+        elif args.typ == "kubernetes:core/v1:Secret" and args.resource_id:
+            kubeconfig = fake_kubeconfig("https://172.18.255.200:6443", TENANT_KUBECONFIG_SENTINEL)
+            outputs["data"] = {"admin.conf": base64.b64encode(kubeconfig.encode()).decode()}
+        return f"{args.name}_id", outputs
+
+    @staticmethod
+    def _command_stdout(name: str) -> str:
+        if name.endswith("-kubeconfig"):
+            return fake_kubeconfig("https://127.0.0.1:40000", MGMT_KUBECONFIG_SENTINEL)
+        if name.endswith("-docker-network"):
+            return DOCKER_IPAM
+        return ""
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list]:
+        return {}, []
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
+        super().__init__(mocks)
+        self.registrations: list[Registration] = []
+        self.resource_outputs: dict[str, dict[str, Any]] = {}
+
+    def _record(self, request: Any, urn: str, custom: bool, options: dict[str, Any]) -> None:
+        wire = json_format.MessageToDict(request.object if hasattr(request, "object")
+                                         else request.properties)
+        inputs = _plain(wire)
+        self.registrations.append(Registration(
+            type=request.type, name=request.name, urn=urn, parent=request.parent,
+            provider=request.provider, dependencies=list(getattr(request, "dependencies", [])),
+            custom=custom, inputs=inputs, wire=wire, options=options))
+
+    def RegisterResource(self, request: Any) -> Any:
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            self._record(request, response.urn, bool(request.custom), {
+                "deleteBeforeReplace": request.deleteBeforeReplace,
+                "additionalSecretOutputs": list(request.additionalSecretOutputs),
+                "customTimeouts": json_format.MessageToDict(request.customTimeouts),
+            })
+        return response
+
+    def RegisterResourceOutputs(self, request: Any) -> Any:
+        self.resource_outputs[request.urn] = json_format.MessageToDict(request.outputs)
+        return super().RegisterResourceOutputs(request)
+
+    def ReadResource(self, request: Any) -> Any:
+        response = super().ReadResource(request)
+        self._record(request, response.urn, True, {"read": True, "id": request.id})
+        return response
+
+
+def _plain(value: Any) -> Any:
+    """Strip secret wrappers from the wire form, keeping the values."""
+    if isinstance(value, dict):
+        if value.get(SECRET_SIG) == SECRET_VALUE:
+            return _plain(value.get("value"))
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def plain_text_leaks(value: Any, needles: tuple[str, ...] = SENTINELS) -> list[str]:
+    """Sentinel strings that appear in the wire form outside a secret wrapper."""
+    if isinstance(value, dict):
+        if value.get(SECRET_SIG) == SECRET_VALUE:
+            return []
+        return [leak for item in value.values() for leak in plain_text_leaks(item, needles)]
+    if isinstance(value, list):
+        return [leak for item in value for leak in plain_text_leaks(item, needles)]
+    if isinstance(value, str):
+        return [needle for needle in needles if needle in value]
+    return []
+
+
+def is_secret(value: Any) -> bool:
+    return isinstance(value, dict) and value.get(SECRET_SIG) == SECRET_VALUE
+
+
+def dev_stack_config() -> dict[str, Any]:
+    """The real Pulumi.dev.yaml, keyed without the project prefix."""
+    return stack_config(ROOT / "Pulumi.dev.yaml")
+
+
+def stack_config(path: Path) -> dict[str, Any]:
+    document = yaml.safe_load(path.read_text())
+    prefix = f"{PROJECT}:"
+    return {key[len(prefix):]: value for key, value in document["config"].items()
+            if key.startswith(prefix)}
+
+
+class Program:
+    """The registrations one run of `__main__.py` produced, with lookup helpers."""
+
+    def __init__(self, monitor: RecordingMonitor, module_globals: dict[str, Any]) -> None:
+        self.registrations = monitor.registrations
+        self.module_globals = module_globals
+        self.by_urn = {reg.urn: reg for reg in self.registrations}
+        self.exports, self.secret_exports = _resolve_exports()
+        self.component_outputs = monitor.resource_outputs
+
+    def of_type(self, type_: str) -> list[Registration]:
+        return [reg for reg in self.registrations if reg.type == type_]
+
+    def named(self, name: str) -> Registration:
+        matches = [reg for reg in self.registrations if reg.name == name]
+        assert len(matches) == 1, f"expected one resource named {name!r}, got {len(matches)}"
+        return matches[0]
+
+    def parent_of(self, reg: Registration) -> Registration | None:
+        return self.by_urn.get(reg.parent)
+
+    def depends_on(self, reg: Registration, other: Registration) -> bool:
+        """True when `reg` waits for `other`, directly or through its dependencies/parent chain."""
+        seen: set[str] = set()
+        pending = list(reg.dependencies)
+        while pending:
+            urn = pending.pop()
+            if urn == other.urn:
+                return True
+            if urn in seen or urn not in self.by_urn:
+                continue
+            seen.add(urn)
+            pending.extend(self.by_urn[urn].dependencies)
+        return False
+
+
+async def _resolve(value: Any) -> tuple[Any, bool]:
+    output = pulumi.Output.from_input(value)
+    return await output.future(), await output.is_secret()
+
+
+def _resolve_exports() -> tuple[dict[str, Any], set[str]]:
+    """The stack's exports as plain values, and the names of the secret ones."""
+    root = pulumi_settings.get_root_resource()
+    exports: dict[str, Any] = {}
+    secret: set[str] = set()
+    for name, value in getattr(root, "outputs", {}).items():
+        exports[name], is_secret_export = _sync_await(_resolve(value))
+        if is_secret_export:
+            secret.add(name)
+    return exports, secret
+
+
+def run_program(config: dict[str, Any], preview: bool = False,
+                stack: str = "dev") -> Program:
+    """Run `__main__.py` once under fresh mocks with this (unprefixed) config."""
+    pulumi_settings.ROOT.set(None)
+    pulumi.runtime.set_all_config(
+        {f"{PROJECT}:{key}": json.dumps(value) for key, value in config.items()})
+    monitor = RecordingMonitor(PlatformMocks())
+    pulumi.runtime.set_mocks(PlatformMocks(), project=PROJECT, stack=stack, preview=preview,
+                             monitor=monitor)
+    pulumi_settings.SETTINGS.rpc_manager.clear()
+    pulumi_settings.SETTINGS.outputs.clear()
+    namespace: dict[str, Any] = {}
+
+    def program() -> None:
+        namespace.update(runpy.run_path(str(MAIN), run_name="__main__"))
+
+    _sync_await(run_pulumi_func(program))
+    result = Program(monitor, namespace)
+    return result

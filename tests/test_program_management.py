@@ -1,0 +1,129 @@
+"""The whole program under Pulumi mocks: the management cluster's resources."""
+
+from __future__ import annotations
+
+import pytest
+
+from components import versions
+from tests.harness import MGMT_KUBECONFIG_SENTINEL, Program, is_secret, plain_text_leaks, run_program
+
+pytestmark = pytest.mark.unit
+
+HELM = "kubernetes:helm.sh/v3:Release"
+COMMAND = "command:local:Command"
+COMPONENT = "kamaji-hami-platform:index:ManagementCluster"
+
+
+def management(program: Program):
+    (component,) = program.of_type(COMPONENT)
+    return component
+
+
+class TestManagementResources:
+    def test_kind_cluster_command_creates_and_deletes(self, dev_program):
+        kind = dev_program.named("management-kind")
+        assert "kind create cluster --name kamaji" in kind.inputs["create"]
+        assert "kind delete cluster --name kamaji" in kind.inputs["delete"]
+        assert "image: kindest/node:v1.35.0" in kind.inputs["stdin"]
+        assert kind.options["deleteBeforeReplace"] is True
+        assert kind.inputs["environment"] == {"KIND_EXPERIMENTAL_DOCKER_NETWORK": "kind"}
+
+    @pytest.mark.parametrize(("release", "chart", "namespace"), [
+        ("cert-manager", versions.CERT_MANAGER_CHART, "cert-manager"),
+        ("metallb", versions.METALLB_CHART, "metallb-system"),
+        ("kamaji", versions.KAMAJI_CHART, "kamaji-system"),
+    ])
+    def test_helm_releases_are_pinned(self, dev_program, release, chart, namespace):
+        reg = dev_program.named(release)
+        assert reg.type == HELM
+        assert reg.inputs["chart"] == chart.name
+        assert reg.inputs["version"] == chart.version
+        assert reg.inputs["repositoryOpts"]["repo"] == chart.repository
+        assert reg.inputs["namespace"] == namespace
+        assert reg.inputs["name"] == release
+
+    def test_kamaji_values_on_the_wire(self, dev_program):
+        values = dev_program.named("kamaji").inputs["values"]
+        assert values["image"]["tag"] == versions.KAMAJI_IMAGE_TAG
+        assert "resources" in values and values["resources"] is None
+
+    def test_metallb_pool_uses_the_range_derived_from_docker(self, dev_program):
+        pool = dev_program.named("management-metallb-pool")
+        assert pool.inputs["apiVersion"] == "metallb.io/v1beta1"
+        assert pool.inputs["spec"]["addresses"] == ["172.18.255.200-172.18.255.250"]
+        l2 = dev_program.named("management-metallb-l2")
+        assert l2.inputs["spec"]["ipAddressPools"] == [pool.inputs["metadata"]["name"]]
+        assert dev_program.exports["metallbPoolRange"] == "172.18.255.200-172.18.255.250"
+
+    def test_configured_range_skips_docker(self, dev_config):
+        dev_config["management"]["metallbAddressRange"] = "172.18.100.10-172.18.100.20"
+        program = run_program(dev_config)
+        assert not [r for r in program.registrations if r.name.endswith("-docker-network")]
+        pool = program.named("management-metallb-pool")
+        assert pool.inputs["spec"]["addresses"] == ["172.18.100.10-172.18.100.20"]
+
+    def test_every_child_is_parented_to_the_component(self, dev_program):
+        component = management(dev_program)
+        children = [r for r in dev_program.registrations if r.parent == component.urn]
+        names = {r.name for r in children}
+        assert names >= {"management-kind", "management-kubeconfig", "management-k8s",
+                         "cert-manager", "metallb", "kamaji", "management-metallb-pool",
+                         "management-metallb-l2"}
+
+    def test_every_kubernetes_resource_uses_the_management_provider(self, dev_program):
+        provider = dev_program.named("management-k8s")
+        on_management = [r for r in dev_program.registrations
+                         if r.type.startswith("kubernetes:") and r.parent == management(dev_program).urn]
+        assert len(on_management) == 5
+        for reg in on_management:
+            assert reg.provider.startswith(provider.urn + "::"), reg.name
+
+
+class TestOrdering:
+    def test_kamaji_waits_for_cert_manager(self, dev_program):
+        assert dev_program.depends_on(dev_program.named("kamaji"), dev_program.named("cert-manager"))
+
+    def test_pool_waits_for_metallb_and_advertisement_for_pool(self, dev_program):
+        pool = dev_program.named("management-metallb-pool")
+        assert dev_program.depends_on(pool, dev_program.named("metallb"))
+        assert dev_program.depends_on(dev_program.named("management-metallb-l2"), pool)
+
+    def test_kubeconfig_is_read_after_the_cluster_exists(self, dev_program):
+        kubeconfig = dev_program.named("management-kubeconfig")
+        assert dev_program.depends_on(kubeconfig, dev_program.named("management-kind"))
+
+
+class TestSecrets:
+    def test_kubeconfig_command_output_is_secret_and_unlogged(self, dev_program):
+        cmd = dev_program.named("management-kubeconfig")
+        assert "stdout" in cmd.options["additionalSecretOutputs"]
+        assert cmd.inputs["logging"] == "none"
+
+    def test_provider_receives_the_kubeconfig_as_a_secret(self, dev_program):
+        provider = dev_program.named("management-k8s")
+        assert is_secret(provider.wire["kubeconfig"])
+        assert MGMT_KUBECONFIG_SENTINEL in provider.inputs["kubeconfig"]
+
+    def test_no_registered_input_holds_the_kubeconfig_in_plain_text(self, dev_program):
+        leaks = {r.name: plain_text_leaks(r.wire) for r in dev_program.registrations}
+        assert {name: found for name, found in leaks.items() if found} == {}
+
+    def test_kubeconfig_export_is_secret(self, dev_program):
+        assert "managementKubeconfig" in dev_program.secret_exports
+
+
+class TestDeterminism:
+    def test_two_runs_register_identical_inputs(self, dev_config):
+        def snapshot(program: Program) -> dict:
+            return {(r.type, r.name): (r.wire, sorted(r.dependencies), r.parent, r.provider)
+                    for r in program.registrations}
+
+        first, second = run_program(dev_config), run_program(dev_config)
+        assert len(first.registrations) == len(snapshot(first))
+        assert snapshot(first) == snapshot(second)
+
+
+class TestPreview:
+    def test_program_previews_before_any_cluster_exists(self, dev_config):
+        program = run_program(dev_config, preview=True)
+        assert program.named("kamaji").type == HELM
