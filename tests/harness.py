@@ -68,6 +68,11 @@ class Registration:
         return self.provider.split("::" + self.provider.split("::")[-1])[0] if self.provider else ""
 
 
+def tenant_lb_address(resource_name: str) -> str:
+    """A stable, distinct MetalLB address per tenant for the mocked kubeconfigs."""
+    return f"172.18.255.{200 + sum(map(ord, resource_name)) % 50}"
+
+
 class PlatformMocks(pulumi.runtime.Mocks):
     """Outputs that the real providers would compute, with sentinels for secrets."""
 
@@ -77,7 +82,8 @@ class PlatformMocks(pulumi.runtime.Mocks):
             outputs["stdout"] = self._command_stdout(args.name)
             outputs["stderr"] = ""
         elif args.typ == "kubernetes:core/v1:Secret" and args.resource_id:
-            kubeconfig = fake_kubeconfig("https://172.18.255.200:6443", TENANT_KUBECONFIG_SENTINEL)
+            kubeconfig = fake_kubeconfig(f"https://{tenant_lb_address(args.name)}:6443",
+                                         f"{TENANT_KUBECONFIG_SENTINEL}-{args.name}")
             outputs["data"] = {"admin.conf": base64.b64encode(kubeconfig.encode()).decode()}
         return f"{args.name}_id", outputs
 

@@ -1,0 +1,136 @@
+"""KamajiTenant: one tenant cluster (design §4).
+
+Namespace and NetworkPolicies in the management cluster, the TenantControlPlane,
+its admin kubeconfig and a provider for the tenant, kubeadm-joined worker
+containers, and the tenant's CNI (kindnet) and kube-proxy.
+"""
+
+from __future__ import annotations
+
+import base64
+from urllib.parse import urlparse
+
+import pulumi
+import pulumi_kubernetes as kubernetes
+import yaml
+from pulumi_command import local
+
+from components import node_join, tenant_addons
+from components import tenantcontrolplane as tcp_render
+from components.config import ManagementConfig, TenantConfig
+from components.kubernetes_objects import create_objects, create_objects_with
+from components.management_cluster import ManagementCluster
+from components.tenant_network_policy import network_policies
+
+TYPE_TOKEN = "kamaji-hami-platform:index:KamajiTenant"
+ADMIN_KUBECONFIG_KEY = "admin.conf"
+
+
+def decode_admin_kubeconfig(secret_data: dict[str, str]) -> str:
+    return base64.b64decode(secret_data[ADMIN_KUBECONFIG_KEY]).decode()
+
+
+def api_server_url(kubeconfig: str) -> str:
+    """The server of the kubeconfig's current context (not secret: an address)."""
+    document = yaml.safe_load(kubeconfig)
+    contexts = {c["name"]: c["context"] for c in document.get("contexts", [])}
+    cluster_name = contexts[document["current-context"]]["cluster"]
+    clusters = {c["name"]: c["cluster"] for c in document.get("clusters", [])}
+    return clusters[cluster_name]["server"]
+
+
+def host_port(url: str) -> str:
+    return urlparse(url).netloc
+
+
+class KamajiTenant(pulumi.ComponentResource):
+    """A tenant cluster: control plane in the management cluster, workers in Docker."""
+
+    endpoint: pulumi.Output[str]
+    """The tenant API server URL (MetalLB address, port 6443)."""
+    kubeconfig: pulumi.Output[str]
+    """Admin kubeconfig of the tenant (secret)."""
+    provider: kubernetes.Provider
+    """Provider for resources inside the tenant cluster."""
+    node_names: list[str]
+    """Names of the tenant's worker nodes (= container names)."""
+
+    def __init__(self, name: str, tenant: TenantConfig, management_config: ManagementConfig,
+                 management: ManagementCluster, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        self.tenant = tenant
+        on_management = pulumi.ResourceOptions(parent=self, provider=management.provider)
+
+        namespace = kubernetes.core.v1.Namespace(
+            f"{name}-namespace", metadata={"name": tenant.namespace}, opts=on_management)
+        self.network_policies = create_objects(
+            name, network_policies(tenant),
+            pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=[namespace])))
+        self.control_plane = self._control_plane(name, management, on_management,
+                                                 [namespace, *self.network_policies])
+        self.kubeconfig = self._admin_kubeconfig(name, management)
+        self.endpoint = pulumi.Output.unsecret(self.kubeconfig.apply(api_server_url))
+        self.provider = kubernetes.Provider(
+            f"{name}-k8s", kubeconfig=self.kubeconfig, opts=pulumi.ResourceOptions(parent=self))
+
+        self.node_names = tenant.worker_names()
+        self.workers = [self._worker(node_join.Worker(tenant, index, management_config))
+                        for index in range(tenant.workers)]
+        on_tenant = pulumi.ResourceOptions(parent=self, provider=self.provider)
+        api_host_port = self.endpoint.apply(host_port)
+        self.cni = create_objects_with(
+            f"{name}-kindnet", lambda ep: tenant_addons.kindnet_objects(tenant, ep),
+            api_host_port, on_tenant)
+        self.kube_proxy = create_objects_with(
+            f"{name}-kube-proxy", lambda ep: tenant_addons.kube_proxy_objects(tenant, ep),
+            api_host_port, on_tenant)
+
+        self.register_outputs({
+            "endpoint": self.endpoint,
+            "kubeconfig": self.kubeconfig,
+            "nodeNames": self.node_names,
+        })
+
+    def _control_plane(self, name: str, management: ManagementCluster,
+                       on_management: pulumi.ResourceOptions,
+                       after: list[pulumi.Resource]) -> kubernetes.apiextensions.CustomResource:
+        tcp = tcp_render.tenant_control_plane(self.tenant)
+        timeout = f"{tcp_render.READY_TIMEOUT_MINUTES}m"
+        return kubernetes.apiextensions.CustomResource(
+            f"{name}-control-plane",
+            api_version=tcp["apiVersion"],
+            kind=tcp["kind"],
+            metadata=tcp["metadata"],
+            spec=tcp["spec"],
+            opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(
+                # Kamaji's webhooks fail closed, and the LoadBalancer address
+                # comes from MetalLB's pool.
+                depends_on=[*after, management.kamaji, management.l2_advertisement],
+                custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout))),
+        )
+
+    def _admin_kubeconfig(self, name: str, management: ManagementCluster) -> pulumi.Output[str]:
+        secret_name = tcp_render.admin_kubeconfig_secret(self.tenant)
+        secret_id = self.control_plane.metadata.apply(
+            lambda _: f"{self.tenant.namespace}/{secret_name}")
+        secret = kubernetes.core.v1.Secret.get(
+            f"{name}-admin-kubeconfig", secret_id,
+            opts=pulumi.ResourceOptions(parent=self, provider=management.provider,
+                                        depends_on=[self.control_plane]))
+        return pulumi.Output.secret(secret.data.apply(decode_admin_kubeconfig))
+
+    def _worker(self, worker: node_join.Worker) -> local.Command:
+        return local.Command(
+            worker.name,
+            create=node_join.create_script(worker),
+            delete=node_join.delete_script(worker),
+            interpreter=["/bin/bash", "-c"],
+            environment={node_join.KUBECONFIG_ENV: self.kubeconfig},
+            # stdout and stderr carry only redacted text; stdout is secret anyway.
+            logging=local.Logging.STDERR,
+            triggers=[worker.name, worker.image, worker.management.docker_network],
+            opts=pulumi.ResourceOptions(
+                parent=self, delete_before_replace=True,
+                additional_secret_outputs=["stdout"],
+                depends_on=[self.control_plane]),
+        )

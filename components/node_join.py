@@ -1,0 +1,131 @@
+"""Worker nodes: kindest/node containers joined to a tenant with `kubeadm join`.
+
+The scripts are pure functions of config. Secrets never appear in them: the
+tenant admin kubeconfig arrives in the environment variable `TENANT_KUBECONFIG`
+(a Pulumi secret), is streamed into the container over stdin (never a host
+file), used there to mint a bootstrap token that expires in minutes, and
+removed when the script ends. Anything printed on failure passes through a
+filter that redacts bootstrap tokens and CA hashes.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from components import versions
+from components.config import ManagementConfig, TenantConfig
+
+KUBECONFIG_ENV = "TENANT_KUBECONFIG"
+BOOTSTRAP_TOKEN_TTL = "10m"
+# Kamaji's own e2e joins kindest/node containers with these (facts/kamaji.md §3.3).
+IGNORED_PREFLIGHT_ERRORS = "SystemVerification,FileExisting,Swap"
+CONTAINER_KUBECONFIG = "/etc/kubernetes/tenant-admin.conf"
+PLATFORM_LABEL = "io.kamaji-hami-platform/cluster"
+TENANT_LABEL = "io.kamaji-hami-platform/tenant"
+# Bootstrap tokens look like abcdef.0123456789abcdef; discovery hashes like sha256:<64 hex>.
+REDACT_SED = (r"sed -E 's/[a-z0-9]{6}\.[a-z0-9]{16}/<redacted-token>/g; "
+              r"s/sha256:[a-f0-9]{64}/sha256:<redacted>/g'")
+
+
+@dataclass(frozen=True)
+class Worker:
+    """One worker node of a tenant: container name = hostname = node name."""
+
+    tenant: TenantConfig
+    index: int
+    management: ManagementConfig
+
+    @property
+    def name(self) -> str:
+        return self.tenant.worker_names()[self.index]
+
+    @property
+    def image(self) -> str:
+        return versions.kind_node_image(self.tenant.kubernetes_version)
+
+
+def _inner_join_script(node: str) -> str:
+    """Runs inside the container: mint a short-lived token, join, delete the token."""
+    kc = CONTAINER_KUBECONFIG
+    return f"""set -u
+trap 'rm -f {kc}' EXIT
+join=""
+for attempt in $(seq 1 30); do
+  # Kamaji sets up the bootstrap RBAC a moment after the TCP is Ready.
+  if join=$(kubeadm token create --kubeconfig {kc} --ttl {BOOTSTRAP_TOKEN_TTL} \\
+      --description "join {node}" --print-join-command 2>&1); then break; fi
+  last_error=$join; join=""; sleep 2
+done
+if [ -z "$join" ]; then echo "kubeadm token create failed: $last_error"; exit 1; fi
+token=$(printf '%s' "$join" | sed -E 's/.*--token ([^ ]+).*/\\1/')
+if ! output=$($join --node-name {node} --ignore-preflight-errors={IGNORED_PREFLIGHT_ERRORS} 2>&1); then
+  kubeadm token delete --kubeconfig {kc} "${{token%%.*}}" >/dev/null 2>&1
+  echo "kubeadm join failed: $output"; exit 1
+fi
+kubeadm token delete --kubeconfig {kc} "${{token%%.*}}" >/dev/null 2>&1 || true
+echo "joined {node}"
+"""
+
+
+def create_script(worker: Worker) -> str:
+    """Start the container (if absent) and join it (if not joined). Safe to run twice."""
+    name = shlex.quote(worker.name)
+    inner = shlex.quote(_inner_join_script(worker.name))
+    return f"""set -eu
+name={name}
+fail() {{
+  printf 'worker %s: %s\\n' "$name" "$1" | {REDACT_SED} >&2
+  docker rm -f "$name" >/dev/null 2>&1 || true
+  exit 1
+}}
+if ! docker inspect "$name" >/dev/null 2>&1; then
+  docker run -d --name "$name" --hostname "$name" \\
+    --network {shlex.quote(worker.management.docker_network)} \\
+    --privileged --security-opt seccomp=unconfined --security-opt apparmor=unconfined \\
+    --tmpfs /tmp --tmpfs /run --volume /var --volume /lib/modules:/lib/modules:ro \\
+    --label {PLATFORM_LABEL}={shlex.quote(worker.management.name)} \\
+    --label {TENANT_LABEL}={shlex.quote(worker.tenant.name)} \\
+    --restart on-failure:1 {shlex.quote(worker.image)} >/dev/null || fail "docker run failed"
+fi
+ready=""
+for attempt in $(seq 1 60); do
+  if docker exec "$name" systemctl is-active --quiet containerd 2>/dev/null; then ready=1; break; fi
+  sleep 2
+done
+[ -n "$ready" ] || fail "containerd did not start in the container within 120s"
+if docker exec "$name" test -f /etc/kubernetes/kubelet.conf; then
+  echo "worker $name already joined"; exit 0
+fi
+docker exec "$name" modprobe br_netfilter >/dev/null 2>&1 || true
+printf '%s' "${KUBECONFIG_ENV}" | docker exec -i "$name" \\
+  sh -c 'umask 077; cat > {CONTAINER_KUBECONFIG}' || fail "could not hand the kubeconfig to the container"
+output=$(docker exec "$name" bash -c {inner} 2>&1) || fail "$output"
+printf '%s\\n' "$output" | {REDACT_SED}
+"""
+
+
+def delete_script(worker: Worker) -> str:
+    """Drain and delete the node in the tenant, then remove the container; tolerant of both being gone."""
+    name = shlex.quote(worker.name)
+    kc = "/tmp/tenant-admin.conf"
+    inner = shlex.quote(
+        f"set -u; trap 'rm -f {kc}' EXIT; "
+        f"kubectl --kubeconfig {kc} drain {worker.name} --ignore-daemonsets --delete-emptydir-data "
+        f"--force --timeout=60s >/dev/null 2>&1; "
+        f"kubectl --kubeconfig {kc} delete node {worker.name} --ignore-not-found --timeout=30s")
+    return f"""set -u
+name={name}
+if docker inspect "$name" >/dev/null 2>&1; then
+  if printf '%s' "${KUBECONFIG_ENV}" | docker exec -i "$name" sh -c 'umask 077; cat > {kc}' \\
+      && docker exec "$name" bash -c {inner} >/dev/null 2>&1; then
+    echo "node $name removed from tenant {worker.tenant.name}"
+  else
+    echo "warning: could not remove node $name from tenant {worker.tenant.name} (API unreachable?)" >&2
+  fi
+  docker rm -f "$name" >/dev/null
+  echo "container $name removed"
+else
+  echo "container $name is already gone"
+fi
+"""

@@ -1,0 +1,100 @@
+"""The TenantControlPlane of a tenant, rendered by one pure function.
+
+Field names and defaults follow the Kamaji CRD at tag 26.8.2-edge
+(kamaji.clastix.io/v1alpha1; facts/kamaji.md §1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.config import TenantConfig
+
+API_VERSION = "kamaji.clastix.io/v1alpha1"
+KIND = "TenantControlPlane"
+DATASTORE = "default"
+API_PORT = 6443
+KONNECTIVITY_PORT = 8132
+READY_JSONPATH = "{.status.kubernetesResources.version.status}"
+WAIT_FOR = f"jsonpath={READY_JSONPATH}=Ready"
+READY_TIMEOUT_MINUTES = 15
+
+# The CRD's default `admissionControllers`; setting the field replaces it, so
+# the whole list is repeated with NodeRestriction (which kubeadm enables and
+# Kamaji does not) added.
+KAMAJI_DEFAULT_ADMISSION_CONTROLLERS = (
+    "CertificateApproval", "CertificateSigning", "CertificateSubjectRestriction",
+    "DefaultIngressClass", "DefaultStorageClass", "DefaultTolerationSeconds", "LimitRanger",
+    "MutatingAdmissionWebhook", "NamespaceLifecycle", "PersistentVolumeClaimResize", "Priority",
+    "ResourceQuota", "RuntimeClass", "ServiceAccount", "StorageObjectInUseProtection",
+    "TaintNodesByCondition", "ValidatingAdmissionWebhook",
+)
+ADMISSION_CONTROLLERS = (*KAMAJI_DEFAULT_ADMISSION_CONTROLLERS, "NodeRestriction")
+
+# kindest/node configures containerd with the systemd cgroup driver; the
+# kubelet must match it. The other patches are what kind itself applies to its
+# nodes: swap present on the host must not stop the kubelet (the platform
+# never runs `swapoff` on the user's machine), and a laptop's nearly full disk
+# must not evict tenant pods.
+KUBELET_CGROUP_DRIVER = "systemd"
+KUBELET_CONFIGURATION_PATCHES = (
+    {"op": "replace", "path": "/cgroupDriver", "value": KUBELET_CGROUP_DRIVER},
+    {"op": "add", "path": "/failSwapOn", "value": False},
+    {"op": "add", "path": "/imageGCHighThresholdPercent", "value": 100},
+    {"op": "add", "path": "/evictionHard",
+     "value": {"imagefs.available": "0%", "nodefs.available": "0%", "nodefs.inodesFree": "0%"}},
+)
+
+
+def datastore_schema(tenant: TenantConfig) -> str:
+    """A fixed schema per tenant: a replaced TCP (new UID) finds its old data."""
+    return tenant.name.replace("-", "_")
+
+
+def admin_kubeconfig_secret(tenant: TenantConfig) -> str:
+    return f"{tenant.name}-admin-kubeconfig"
+
+
+def tenant_control_plane(tenant: TenantConfig) -> dict[str, Any]:
+    """The whole TenantControlPlane object for one tenant."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {
+            "name": tenant.name,
+            "namespace": tenant.namespace,
+            "annotations": {"pulumi.com/waitFor": WAIT_FOR},
+        },
+        "spec": {
+            "dataStore": DATASTORE,
+            "dataStoreSchema": datastore_schema(tenant),
+            "controlPlane": {
+                "deployment": {"replicas": tenant.control_plane_replicas},
+                "service": {"serviceType": "LoadBalancer"},
+            },
+            "kubernetes": {
+                "version": tenant.kubernetes_version,
+                "kubelet": {
+                    "preferredAddressTypes": ["InternalIP", "ExternalIP", "Hostname"],
+                    "configurationJSONPatches": [dict(p) for p in KUBELET_CONFIGURATION_PATCHES],
+                },
+                "admissionControllers": list(ADMISSION_CONTROLLERS),
+            },
+            "networkProfile": {
+                "port": API_PORT,
+                "podCidrs": [tenant.pod_cidr],
+                "serviceCidrs": [tenant.service_cidr],
+                "dnsServiceIPs": [tenant.dns_service_ip],
+            },
+            # kube-proxy is deployed by the platform (kube_proxy.py), not by
+            # Kamaji's addon, which has no conntrack override (design §7).
+            "addons": {
+                "coreDNS": {},
+                "konnectivity": {
+                    "server": {"port": KONNECTIVITY_PORT},
+                    # Host network: the agent connects before the tenant CNI runs.
+                    "agent": {"mode": "DaemonSet", "hostNetwork": True},
+                },
+            },
+        },
+    }

@@ -1,0 +1,75 @@
+"""A small evaluator of Kubernetes NetworkPolicy semantics, for testing the rendered policies.
+
+Covers what the platform uses: podSelector / namespaceSelector (matchLabels),
+ipBlock with except, ports with protocol, Ingress and Egress policy types.
+A flow is allowed when the source's egress and the destination's ingress both
+allow it; a direction is unrestricted for a pod no policy of that type selects.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    namespace: str | None  # None: not a pod of the cluster (host, worker container)
+    ip: str
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+def _matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items())
+
+
+def _peer_matches(peer: dict[str, Any], policy_ns: str, other: Endpoint) -> bool:
+    if "ipBlock" in peer:
+        block = peer["ipBlock"]
+        address = ipaddress.ip_address(other.ip)
+        if address not in ipaddress.ip_network(block["cidr"]):
+            return False
+        return not any(address in ipaddress.ip_network(c) for c in block.get("except", []))
+    if other.namespace is None:
+        return False
+    if "namespaceSelector" in peer:
+        ns_labels = {"kubernetes.io/metadata.name": other.namespace}
+        if not _matches(peer["namespaceSelector"], ns_labels):
+            return False
+    elif other.namespace != policy_ns:
+        return False
+    return _matches(peer.get("podSelector", {}), other.labels)
+
+
+def _port_matches(ports: list[dict[str, Any]] | None, port: int, protocol: str) -> bool:
+    if not ports:
+        return True
+    return any(p.get("port") == port and p.get("protocol", "TCP") == protocol for p in ports)
+
+
+def _direction_allows(policies: list[dict[str, Any]], pod: Endpoint, other: Endpoint, port: int,
+                      protocol: str, direction: str) -> bool:
+    if pod.namespace is None:
+        return True
+    rule_key, peer_key = ("ingress", "from") if direction == "Ingress" else ("egress", "to")
+    selecting = [p for p in policies
+                 if p["metadata"]["namespace"] == pod.namespace
+                 and _matches(p["spec"]["podSelector"], pod.labels)
+                 and direction in p["spec"].get("policyTypes", [])]
+    if not selecting:
+        return True
+    for policy in selecting:
+        for rule in policy["spec"].get(rule_key, []):
+            peers = rule.get(peer_key)
+            peer_ok = not peers or any(
+                _peer_matches(peer, policy["metadata"]["namespace"], other) for peer in peers)
+            if peer_ok and _port_matches(rule.get("ports"), port, protocol):
+                return True
+    return False
+
+
+def allowed(policies: list[dict[str, Any]], source: Endpoint, destination: Endpoint, port: int,
+            protocol: str = "TCP") -> bool:
+    return (_direction_allows(policies, source, destination, port, protocol, "Egress")
+            and _direction_allows(policies, destination, source, port, protocol, "Ingress"))

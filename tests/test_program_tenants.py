@@ -1,0 +1,113 @@
+"""The whole program under mocks: one KamajiTenant per configured tenant."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.harness import TENANT_KUBECONFIG_SENTINEL, Program, is_secret, run_program
+
+pytestmark = pytest.mark.unit
+
+TENANT = "kamaji-hami-platform:index:KamajiTenant"
+TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
+TENANTS = ("tenant-a", "tenant-b")
+
+
+def children(program: Program, component_name: str):
+    (component,) = [r for r in program.of_type(TENANT) if r.name == component_name]
+    return [r for r in program.registrations if r.parent == component.urn]
+
+
+def test_one_tenant_component_and_control_plane_per_tenant(dev_program):
+    assert sorted(r.name for r in dev_program.of_type(TENANT)) == list(TENANTS)
+    tcps = {r.inputs["metadata"]["name"]: r for r in dev_program.of_type(TCP)}
+    assert sorted(tcps) == list(TENANTS)
+    for name, tcp in tcps.items():
+        assert tcp.inputs["spec"]["controlPlane"]["service"]["serviceType"] == "LoadBalancer"
+        assert tcp.inputs["spec"]["dataStoreSchema"] == name.replace("-", "_")
+        assert tcp.options["customTimeouts"]["create"] == "15m"
+
+
+def test_control_plane_waits_for_kamaji_metallb_and_its_policies(dev_program):
+    tcp = dev_program.named("tenant-a-control-plane")
+    assert dev_program.depends_on(tcp, dev_program.named("kamaji"))
+    assert dev_program.depends_on(tcp, dev_program.named("management-metallb-l2"))
+    deny = dev_program.named("tenant-a-networkpolicy-tenant-a-default-deny")
+    assert dev_program.depends_on(tcp, deny)
+
+
+MANAGEMENT_SIDE = ("kubernetes:networking", "kubernetes:kamaji", "kubernetes:core/v1:Namespace",
+                   "kubernetes:core/v1:Secret")
+
+
+def test_management_resources_use_the_management_provider(dev_program):
+    management = dev_program.named("management-k8s")
+    for name in TENANTS:
+        on_management = [r for r in children(dev_program, name) if r.type.startswith(MANAGEMENT_SIDE)]
+        assert len(on_management) == 7  # namespace, 4 policies, TCP, admin kubeconfig
+        for reg in on_management:
+            assert reg.provider.startswith(management.urn + "::"), reg.name
+
+
+def test_tenant_resources_use_their_own_tenant_provider(dev_program):
+    for name in TENANTS:
+        provider = dev_program.named(f"{name}-k8s")
+        inside = [r for r in children(dev_program, name)
+                  if "kindnet" in r.name or "kube-proxy" in r.name]
+        assert len(inside) == 8  # kindnet: 4 objects, kube-proxy: 4
+        for reg in inside:
+            assert reg.provider.startswith(provider.urn + "::"), reg.name
+
+
+def test_kubeconfig_is_read_from_the_admin_secret_after_the_tcp(dev_program):
+    read = dev_program.named("tenant-a-admin-kubeconfig")
+    assert read.options["read"] is True
+    assert read.options["id"] == "tenant-a/tenant-a-admin-kubeconfig"
+    assert dev_program.depends_on(read, dev_program.named("tenant-a-control-plane"))
+
+
+def test_tenant_provider_gets_the_kubeconfig_as_a_secret(dev_program):
+    provider = dev_program.named("tenant-a-k8s")
+    assert is_secret(provider.wire["kubeconfig"])
+    assert TENANT_KUBECONFIG_SENTINEL in provider.inputs["kubeconfig"]
+
+
+def test_each_worker_has_create_and_delete_and_a_secret_kubeconfig(dev_program):
+    for name in TENANTS:
+        worker = dev_program.named(f"{name}-worker-0")
+        assert "docker run" in worker.inputs["create"] and "kubeadm" in worker.inputs["create"]
+        assert "docker rm -f" in worker.inputs["delete"]
+        assert is_secret(worker.wire["environment"]["TENANT_KUBECONFIG"])
+        assert worker.options["deleteBeforeReplace"] is True
+        assert dev_program.depends_on(worker, dev_program.named(f"{name}-control-plane"))
+
+
+def test_tenants_are_independent_so_one_failing_does_not_touch_the_other(dev_program):
+    tenant_a = {r.urn for r in children(dev_program, "tenant-a")}
+    for reg in children(dev_program, "tenant-b"):
+        assert not any(dev_program.depends_on(reg, dev_program.by_urn[urn]) for urn in tenant_a), reg.name
+
+
+def test_cni_uses_the_tenant_endpoint(dev_program):
+    endpoint = dev_program.exports["tenants"]["tenant-a"]["endpoint"]
+    ds = dev_program.named("tenant-a-kindnet-daemonset-kube-system-kindnet")
+    env = {e["name"]: e.get("value")
+           for e in ds.inputs["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert f"https://{env['CONTROL_PLANE_ENDPOINT']}" == endpoint
+
+
+def test_stack_exports_a_tenants_map_and_secret_kubeconfigs(dev_program):
+    tenants = dev_program.exports["tenants"]
+    assert sorted(tenants) == list(TENANTS)
+    assert tenants["tenant-a"]["nodes"] == ["tenant-a-worker-0"]
+    assert tenants["tenant-a"]["endpoint"] != tenants["tenant-b"]["endpoint"]
+    assert tenants["tenant-a"]["endpoint"].startswith("https://172.18.255.")
+    assert "tenantKubeconfigs" in dev_program.secret_exports
+    assert "tenants" not in dev_program.secret_exports
+
+
+def test_more_workers_make_more_worker_commands(dev_config):
+    dev_config["tenants"][1]["workers"] = 3
+    program = run_program(dev_config)
+    names = sorted(r.name for r in program.of_type("command:local:Command") if "worker" in r.name)
+    assert names == ["tenant-a-worker-0", "tenant-b-worker-0", "tenant-b-worker-1", "tenant-b-worker-2"]

@@ -1,0 +1,65 @@
+"""kindnet and kube-proxy as rendered for a tenant."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from components import tenant_addons, versions
+from components.config import parse_config
+
+pytestmark = pytest.mark.unit
+ENDPOINT = "172.18.255.201:6443"
+
+
+@pytest.fixture
+def tenant(dev_config):
+    return parse_config(dev_config).tenants[0]
+
+
+def by_kind(objects):
+    return {obj["kind"]: obj for obj in objects}
+
+
+class TestKindnet:
+    def test_daemonset_runs_the_pinned_image_with_the_tenant_pod_cidr(self, tenant):
+        ds = by_kind(tenant_addons.kindnet_objects(tenant, ENDPOINT))["DaemonSet"]
+        (container,) = ds["spec"]["template"]["spec"]["containers"]
+        assert container["image"] == versions.KINDNET_IMAGE
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert env["POD_SUBNET"] == "10.36.0.0/16"
+        assert env["CONTROL_PLANE_ENDPOINT"] == ENDPOINT
+        assert ds["spec"]["template"]["spec"]["hostNetwork"] is True
+        assert ds["spec"]["template"]["spec"]["serviceAccountName"] == "kindnet"
+
+    def test_rbac_lets_kindnet_watch_nodes_and_enforce_policies(self, tenant):
+        objects = by_kind(tenant_addons.kindnet_objects(tenant, ENDPOINT))
+        rules = objects["ClusterRole"]["rules"]
+        assert {"nodes", "pods", "namespaces"} <= set(rules[0]["resources"])
+        assert rules[1]["resources"] == ["networkpolicies"]
+        binding = objects["ClusterRoleBinding"]
+        assert binding["roleRef"]["name"] == "kindnet"
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "kindnet",
+                                        "namespace": "kube-system"}]
+
+
+class TestKubeProxy:
+    def test_conntrack_is_left_alone_and_cluster_cidr_is_the_tenants(self, tenant):
+        config = tenant_addons.kube_proxy_configuration(tenant)
+        assert config["conntrack"] == {"maxPerCore": 0}
+        assert config["clusterCIDR"] == "10.36.0.0/16"
+
+    def test_configmap_points_at_the_tenant_endpoint(self, tenant):
+        cm = by_kind(tenant_addons.kube_proxy_objects(tenant, ENDPOINT))["ConfigMap"]
+        kubeconfig = yaml.safe_load(cm["data"]["kubeconfig.conf"])
+        assert kubeconfig["clusters"][0]["cluster"]["server"] == f"https://{ENDPOINT}"
+        assert yaml.safe_load(cm["data"]["config.conf"])["conntrack"]["maxPerCore"] == 0
+
+    def test_image_matches_the_tenant_version(self, tenant):
+        ds = by_kind(tenant_addons.kube_proxy_objects(tenant, ENDPOINT))["DaemonSet"]
+        (container,) = ds["spec"]["template"]["spec"]["containers"]
+        assert container["image"] == "registry.k8s.io/kube-proxy:v1.35.0"
+
+    def test_bound_to_the_node_proxier_role(self, tenant):
+        binding = by_kind(tenant_addons.kube_proxy_objects(tenant, ENDPOINT))["ClusterRoleBinding"]
+        assert binding["roleRef"]["name"] == "system:node-proxier"

@@ -1,0 +1,75 @@
+"""Which flows the tenant NetworkPolicies allow and deny, by a small evaluator."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.config import parse_config
+from components.tenant_network_policy import network_policies
+from tests.netpol_eval import Endpoint, allowed
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture
+def policies(dev_config):
+    platform = parse_config(dev_config)
+    return [p for tenant in platform.tenants for p in network_policies(tenant)]
+
+
+def tcp_pod(tenant: str, ip: str) -> Endpoint:
+    return Endpoint(tenant, ip, {"kamaji.clastix.io/name": tenant})
+
+
+TCP_A = tcp_pod("tenant-a", "10.244.0.21")
+TCP_B = tcp_pod("tenant-b", "10.244.0.22")
+WORKER_A = Endpoint(None, "172.18.0.5")
+KIND_NODE = Endpoint(None, "172.18.0.2")
+NODE_GATEWAY = Endpoint(None, "10.244.0.1")
+KAMAJI = Endpoint("kamaji-system", "10.244.0.30", {"app.kubernetes.io/name": "kamaji"})
+ETCD = Endpoint("kamaji-system", "10.244.0.31", {"app.kubernetes.io/name": "kamaji-etcd"})
+COREDNS = Endpoint("kube-system", "10.244.0.3", {"k8s-app": "kube-dns"})
+PROBE_A = Endpoint("tenant-a", "10.244.0.40", {"run": "probe"})
+PROBE_B = Endpoint("tenant-b", "10.244.0.41", {"run": "probe"})
+OTHER_APP = Endpoint("default", "10.244.0.50", {"app": "web"})
+
+
+@pytest.mark.parametrize(("source", "destination", "port", "protocol"), [
+    (WORKER_A, TCP_A, 6443, "TCP"),           # kubelet / kubeadm join to the API
+    (WORKER_A, TCP_A, 8132, "TCP"),           # konnectivity agent
+    (KIND_NODE, TCP_A, 6443, "TCP"),          # LoadBalancer traffic SNATed to the node
+    (NODE_GATEWAY, TCP_A, 6443, "TCP"),       # ... or to the node's pod-network address
+    (KIND_NODE, TCP_A, 10257, "TCP"),         # kubelet probes of controller-manager
+    (KAMAJI, TCP_A, 6443, "TCP"),             # Kamaji controller
+    (TCP_A, ETCD, 2379, "TCP"),               # datastore
+    (TCP_A, COREDNS, 53, "UDP"),              # DNS
+    (PROBE_A, TCP_A, 6443, "TCP"),            # in-namespace tooling reaches its own plane
+])
+def test_flows_a_control_plane_needs_are_allowed(policies, source, destination, port, protocol):
+    assert allowed(policies, source, destination, port, protocol)
+
+
+@pytest.mark.parametrize(("source", "destination", "port"), [
+    (TCP_B, TCP_A, 6443),       # another tenant's control plane
+    (PROBE_B, TCP_A, 6443),     # any pod in another tenant's namespace
+    (PROBE_B, TCP_A, 8132),
+    (PROBE_A, TCP_B, 6443),     # ... in either direction
+    (OTHER_APP, TCP_A, 6443),   # unrelated management workloads
+    (WORKER_A, TCP_A, 2379),    # only the API and tunnel ports are open
+    (TCP_A, KAMAJI, 8443),      # control plane egress only to the datastore and DNS
+    (TCP_A, Endpoint(None, "1.1.1.1"), 443),
+    (PROBE_A, ETCD, 2379),      # tooling in the namespace cannot reach the datastore
+])
+def test_everything_else_is_denied(policies, source, destination, port):
+    assert not allowed(policies, source, destination, port)
+
+
+def test_default_deny_selects_every_pod_in_both_directions(dev_config):
+    tenant = parse_config(dev_config).tenants[0]
+    deny = network_policies(tenant)[0]
+    assert deny["metadata"] == {"name": "default-deny", "namespace": "tenant-a"}
+    assert deny["spec"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+
+
+def test_evaluator_is_not_vacuous():
+    assert allowed([], PROBE_B, TCP_A, 6443), "without policies everything flows"
