@@ -3,6 +3,7 @@
 import pulumi
 
 from components.config import load_config
+from components.hami_node_pool import HamiNodePool
 from components.kamaji_tenant import KamajiTenant
 from components.management_cluster import ManagementCluster
 
@@ -13,11 +14,21 @@ tenants = {
     tenant.name: KamajiTenant(tenant.name, tenant, platform.management, management)
     for tenant in platform.tenants
 }
+gpu_pools = {
+    tenant.name: HamiNodePool(f"{tenant.name}-gpus", tenant, platform.management.name,
+                              tenants[tenant.name])
+    for tenant in platform.tenants
+}
 
 pulumi.export("managementKubeconfig", management.kubeconfig)
 pulumi.export("metallbPoolRange", management.pool_range)
 pulumi.export("tenants", {
-    name: {"endpoint": tenant.endpoint, "nodes": tenant.node_names}
+    name: {
+        "endpoint": tenant.endpoint,
+        "nodes": tenant.node_names,
+        "gpuCards": gpu_pools[name].cards,
+        "gpuCapacity": gpu_pools[name].capacity,
+    }
     for name, tenant in tenants.items()
 })
 pulumi.export("tenantKubeconfigs", pulumi.Output.secret(

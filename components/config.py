@@ -98,7 +98,7 @@ class TenantConfig:
     workers: int
     gpus: GpuPool | None
     hami: HamiSettings = field(default_factory=HamiSettings)
-    gpu_quota: Mapping[str, int] = field(default_factory=dict)
+    gpu_quotas: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     @property
     def namespace(self) -> str:
@@ -318,21 +318,29 @@ def _parse_gpus(raw: Any, path: str, workers: int | None, models: Mapping[str, G
     return GpuPool(model, per_worker, mock)
 
 
-def _parse_quota(raw: Any, path: str, problems: _Problems) -> dict[str, int]:
-    quota: dict[str, int] = {}
-    for key, value in _mapping(raw, path, problems).items():
-        if key not in QUOTA_KEYS:
-            problems.add(f"{path}.{key}", f"is not a GPU quota key HAMi enforces "
-                                          f"(allowed: {', '.join(QUOTA_KEYS)})")
-        elif not _is_int(value) or value < 0:
-            problems.add(f"{path}.{key}", f"must be a non-negative integer, got {value!r}")
-        else:
-            quota[key] = value
-    return quota
+def _parse_quotas(raw: Any, path: str, problems: _Problems) -> dict[str, dict[str, int]]:
+    """namespace in the tenant cluster -> HAMi quota limits."""
+    quotas: dict[str, dict[str, int]] = {}
+    for namespace, limits in _mapping(raw, path, problems).items():
+        ns_path = f"{path}.{namespace}"
+        _dns_label(namespace if isinstance(namespace, str) else None, ns_path, problems)
+        quota: dict[str, int] = {}
+        for key, value in _mapping(limits, ns_path, problems).items():
+            if key not in QUOTA_KEYS:
+                problems.add(f"{ns_path}.{key}", f"is not a GPU quota key HAMi enforces "
+                                                 f"(allowed: {', '.join(QUOTA_KEYS)})")
+            elif not _is_int(value) or value < 0:
+                problems.add(f"{ns_path}.{key}", f"must be a non-negative integer, got {value!r}")
+            else:
+                quota[key] = value
+        if not quota and isinstance(limits, Mapping) and not limits:
+            problems.add(ns_path, "must set at least one quota key")
+        quotas[str(namespace)] = quota
+    return quotas
 
 
 _TENANT_KEYS = ("name", "kubernetesVersion", "controlPlaneReplicas", "podCidr", "serviceCidr",
-                "workers", "gpus", "hami", "gpuQuota")
+                "workers", "gpus", "hami", "gpuQuotas")
 
 
 def _parse_tenant(raw: Any, index: int, models: Mapping[str, GpuModel],
@@ -358,13 +366,13 @@ def _parse_tenant(raw: Any, index: int, models: Mapping[str, GpuModel],
     workers = _integer(obj, "workers", path, problems, default=1, minimum=0, maximum=99)
     gpus = _parse_gpus(obj.get("gpus"), f"{path}.gpus", workers, models, problems)
     hami = _parse_hami(obj.get("hami"), f"{path}.hami", problems)
-    quota = _parse_quota(obj.get("gpuQuota"), f"{path}.gpuQuota", problems)
+    quotas = _parse_quotas(obj.get("gpuQuotas"), f"{path}.gpuQuotas", problems)
     if None in (name, version, replicas, pod_net, service_net, workers):
         return None
     if "gpus" in obj and gpus is None:
         return None
     return TenantConfig(name, version, replicas, pod_cidr, service_cidr, workers,  # type: ignore[arg-type]
-                        gpus, hami, quota)
+                        gpus, hami, quotas)
 
 
 def _check_overlaps(tenants: list[TenantConfig], problems: _Problems) -> None:

@@ -20,6 +20,7 @@ _CONSTRUCTORS: dict[tuple[str, str], Callable[..., pulumi.CustomResource]] = {
     ("v1", "ServiceAccount"): kubernetes.core.v1.ServiceAccount,
     ("apps/v1", "DaemonSet"): kubernetes.apps.v1.DaemonSet,
     ("apps/v1", "Deployment"): kubernetes.apps.v1.Deployment,
+    ("batch/v1", "CronJob"): kubernetes.batch.v1.CronJob,
     ("networking.k8s.io/v1", "NetworkPolicy"): kubernetes.networking.v1.NetworkPolicy,
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): kubernetes.rbac.v1.ClusterRole,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): kubernetes.rbac.v1.ClusterRoleBinding,

@@ -173,7 +173,7 @@ _json = st.recursive(_scalars, lambda children: st.one_of(
 
 def _mutations(base: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
     tenant_keys = ["name", "kubernetesVersion", "controlPlaneReplicas", "podCidr",
-                   "serviceCidr", "workers", "gpus", "hami", "gpuQuota"]
+                   "serviceCidr", "workers", "gpus", "hami", "gpuQuotas"]
 
     @st.composite
     def mutate(draw: Any) -> dict[str, Any]:

@@ -1,0 +1,76 @@
+"""HamiNodePool: HAMi in a tenant and the (mock) GPUs of its workers (design §4)."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as kubernetes
+
+from components import hami_render as render
+from components import versions
+from components.config import TenantConfig
+from components.gpu_devices import GpuCapacity, GpuDevice, tenant_devices
+from components.kamaji_tenant import KamajiTenant
+from components.kubernetes_objects import create_objects
+
+TYPE_TOKEN = "kamaji-hami-platform:index:HamiNodePool"
+HELM_TIMEOUT_SECONDS = 600
+
+
+class HamiNodePool(pulumi.ComponentResource):
+    """HAMi scheduler and webhook in one tenant, and its GPU workers registered."""
+
+    cards: dict[str, list[str]]
+    """Per GPU node, the ids of the cards registered on it."""
+    capacity: dict[str, int]
+    """The tenant's GPU capacity: cards, memoryMiB, cores, slots."""
+
+    def __init__(self, name: str, tenant: TenantConfig, cluster_name: str,
+                 cluster: KamajiTenant, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        on_tenant = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
+        nodes_ready = [*cluster.workers, *cluster.cni, *cluster.kube_proxy]
+        devices = tenant_devices(tenant, cluster_name)
+        mock = tenant.gpus is not None and tenant.gpus.mock
+
+        registrations = [
+            self._register_node(node, node_devices, mock, cluster, on_tenant)
+            for node, node_devices in devices.items()
+        ]
+        agent = []
+        if mock and devices:
+            agent = create_objects(
+                f"{name}-gpu-capacity",
+                render.capacity_agent_objects({n: sum(d.count for d in ds) for n, ds in devices.items()}),
+                pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(depends_on=nodes_ready)))
+        self.release = kubernetes.helm.v3.Release(
+            f"{name}-hami",
+            name=render.HAMI_RELEASE,
+            chart=versions.HAMI_CHART.name,
+            version=versions.HAMI_CHART.version,
+            repository_opts=kubernetes.helm.v3.RepositoryOptsArgs(repo=versions.HAMI_CHART.repository),
+            namespace=render.HAMI_NAMESPACE,
+            values=render.hami_values(tenant),
+            timeout=HELM_TIMEOUT_SECONDS,
+            opts=pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(
+                depends_on=[*nodes_ready, *registrations, *agent])),
+        )
+        self.quotas = create_objects(
+            f"{name}-quota", render.quota_objects(tenant),
+            pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(depends_on=[self.release])))
+
+        self.cards = {node: [d.id for d in node_devices] for node, node_devices in devices.items()}
+        all_devices: list[GpuDevice] = [d for node_devices in devices.values() for d in node_devices]
+        self.capacity = GpuCapacity.of(all_devices).as_output()
+        self.register_outputs({"cards": self.cards, "capacity": self.capacity})
+
+    @staticmethod
+    def _register_node(node: str, devices: list[GpuDevice], mock: bool, cluster: KamajiTenant,
+                       on_tenant: pulumi.ResourceOptions) -> kubernetes.core.v1.NodePatch:
+        worker = cluster.workers[cluster.node_names.index(node)]
+        # A Patch owns only the fields it sets: destroy removes exactly the
+        # label and annotation, never the node.
+        return kubernetes.core.v1.NodePatch(
+            f"{node}-gpus",
+            metadata=render.gpu_node_metadata(node, devices, mock),
+            opts=pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(depends_on=[worker])),
+        )

@@ -1,0 +1,154 @@
+"""Pure renderings for HAMi in a tenant: Helm values, GPU node registration, capacity agent, quotas.
+
+Every Helm key used here exists in HAMi chart 2.10.0's values.yaml.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components import versions
+from components.config import TenantConfig
+from components.gpu_devices import (
+    GPU_NODE_LABEL,
+    GPU_RESOURCE,
+    NODE_REGISTER_ANNOTATION,
+    GpuDevice,
+    node_register_annotation,
+)
+
+HAMI_NAMESPACE = "kube-system"
+HAMI_RELEASE = "hami"
+SCHEDULER_NAME = "hami-scheduler"
+# The chart's own default extender args; `scheduler.extender.extraArgs`
+# replaces the list, so they are repeated next to the lock timeout.
+DEFAULT_EXTENDER_ARGS = ("--debug", "-v=4")
+CAPACITY_AGENT = "hami-mock-gpu-capacity"
+CAPACITY_SCHEDULE = "* * * * *"
+QUOTA_NAME = "hami-gpu-quota"
+# Namespaces every cluster has; quotas in them do not create the namespace.
+BUILTIN_NAMESPACES = ("default", "kube-public", "kube-system", "kube-node-lease")
+
+
+def hami_values(tenant: TenantConfig) -> dict[str, Any]:
+    """Values for the HAMi release of one tenant."""
+    mock = tenant.gpus is None or tenant.gpus.mock
+    extender: dict[str, Any] = {}
+    if mock:
+        # Nothing releases HAMi's node lock after a bind without the real
+        # device plugin; a short expiry keeps consecutive pods from stalling
+        # 5 minutes each (facts/hami.md §4).
+        extender["extraArgs"] = [*DEFAULT_EXTENDER_ARGS,
+                                 f"--node-lock-timeout={tenant.hami.node_lock_timeout}"]
+    return {
+        "scheduler": {
+            "kubeScheduler": {"image": {
+                "registry": versions.KUBE_SCHEDULER_IMAGE_REGISTRY,
+                "repository": versions.KUBE_SCHEDULER_IMAGE_REPOSITORY,
+                "tag": tenant.kubernetes_version,
+            }},
+            "defaultSchedulerPolicy": {
+                "gpuSchedulerPolicy": tenant.hami.gpu_scheduler_policy,
+                "nodeSchedulerPolicy": tenant.hami.node_scheduler_policy,
+            },
+            # A broken API-server-to-webhook path (Konnectivity) must fail pod
+            # creation loudly, not send GPU pods to default-scheduler. System
+            # pods never depend on the webhook.
+            "admissionWebhook": {"failurePolicy": "Fail",
+                                 "whitelistNamespaces": [HAMI_NAMESPACE]},
+            **({"extender": extender} if extender else {}),
+        },
+        # The real device plugin needs NVML; mock cards are registered by the platform.
+        "devicePlugin": {"enabled": not mock},
+    }
+
+
+def gpu_node_metadata(node: str, devices: list[GpuDevice], mock: bool) -> dict[str, Any]:
+    """What the platform adds to a GPU node: the label, and in mock mode the device list."""
+    metadata: dict[str, Any] = {"name": node, "labels": {GPU_NODE_LABEL[0]: GPU_NODE_LABEL[1]}}
+    if mock:
+        metadata["annotations"] = {NODE_REGISTER_ANNOTATION: node_register_annotation(devices)}
+    return metadata
+
+
+def capacity_patch(slots: int) -> str:
+    """JSON patch for the node status: cards x split count of `nvidia.com/gpu`."""
+    path = GPU_RESOURCE.replace("/", "~1")
+    return ('[{"op":"add","path":"/status/capacity/' + path + f'","value":"{slots}"}},'
+            '{"op":"add","path":"/status/allocatable/' + path + f'","value":"{slots}"}}]')
+
+
+def capacity_agent_objects(nodes: dict[str, int]) -> list[dict[str, Any]]:
+    """RBAC and one CronJob per GPU node that (re)applies its `nvidia.com/gpu` capacity.
+
+    `nodes` maps node name -> slots. The capacity lives in the node status,
+    which a kubelet re-registration can reset; the job puts it back every minute.
+    """
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": CAPACITY_AGENT, "namespace": HAMI_NAMESPACE}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": CAPACITY_AGENT},
+         "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"],
+                    "resourceNames": sorted(nodes)},
+                   {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"],
+                    "resourceNames": sorted(nodes)}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": CAPACITY_AGENT},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": CAPACITY_AGENT},
+         "subjects": [{"kind": "ServiceAccount", "name": CAPACITY_AGENT,
+                       "namespace": HAMI_NAMESPACE}]},
+    ]
+    for node, slots in sorted(nodes.items()):
+        objects.append(_capacity_cronjob(node, slots))
+    return objects
+
+
+def _capacity_cronjob(node: str, slots: int) -> dict[str, Any]:
+    container = {
+        "name": "kubectl",
+        "image": versions.KUBECTL_IMAGE,
+        "command": ["/bin/kubectl", "patch", "node", node, "--subresource=status",
+                    "--type=json", "-p", capacity_patch(slots)],
+        # kubectl keeps a discovery cache under $HOME; give it a writable one.
+        "env": [{"name": "HOME", "value": "/tmp"}],
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+        "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True,
+                            "runAsUser": 65532, "capabilities": {"drop": ["ALL"]}},
+    }
+    return {
+        "apiVersion": "batch/v1", "kind": "CronJob",
+        "metadata": {"name": f"{CAPACITY_AGENT}-{node}", "namespace": HAMI_NAMESPACE},
+        "spec": {
+            "schedule": CAPACITY_SCHEDULE,
+            "concurrencyPolicy": "Forbid",
+            "successfulJobsHistoryLimit": 1,
+            "failedJobsHistoryLimit": 1,
+            "jobTemplate": {"spec": {
+                "backoffLimit": 2,
+                "ttlSecondsAfterFinished": 300,
+                "template": {"spec": {
+                    "serviceAccountName": CAPACITY_AGENT,
+                    "restartPolicy": "Never",
+                    "tolerations": [{"operator": "Exists"}],
+                    "containers": [container],
+                    "volumes": [{"name": "tmp", "emptyDir": {}}],
+                }},
+            }},
+        },
+    }
+
+
+def quota_objects(tenant: TenantConfig) -> list[dict[str, Any]]:
+    """Per namespace of the tenant cluster: the namespace (unless built in) and a HAMi quota."""
+    objects: list[dict[str, Any]] = []
+    for namespace, limits in sorted(tenant.gpu_quotas.items()):
+        if namespace not in BUILTIN_NAMESPACES:
+            objects.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        objects.append({
+            "apiVersion": "v1", "kind": "ResourceQuota",
+            "metadata": {"name": QUOTA_NAME, "namespace": namespace},
+            "spec": {"hard": {key: str(value) for key, value in sorted(limits.items())}},
+        })
+    return objects

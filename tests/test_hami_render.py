@@ -1,0 +1,159 @@
+"""HAMi values, GPU node registration, capacity agent and quotas, as rendered."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from components import hami_render as render
+from components.config import ConfigError, parse_config
+from components.gpu_devices import (
+    REGISTER_FIELDS,
+    GpuCapacity,
+    node_register_annotation,
+    parse_node_register_annotation,
+    tenant_devices,
+)
+
+pytestmark = pytest.mark.unit
+
+# HAMi 2.10.0 DeviceInfo JSON types (pkg/device/devices.go).
+HAMI_FIELD_TYPES = {"id": str, "index": int, "count": int, "devmem": int, "devcore": int,
+                    "type": str, "numa": int, "mode": str, "health": bool}
+
+
+@pytest.fixture
+def platform(dev_config):
+    return parse_config(dev_config)
+
+
+def value_at(values, path):
+    for key in path.split("."):
+        values = values[key]
+    return values
+
+
+class TestValues:
+    @pytest.mark.parametrize(("path", "expected"), [
+        ("scheduler.kubeScheduler.image.registry", "registry.k8s.io"),
+        ("scheduler.kubeScheduler.image.repository", "kube-scheduler"),
+        ("scheduler.kubeScheduler.image.tag", "v1.35.0"),
+        ("scheduler.admissionWebhook.failurePolicy", "Fail"),
+        ("scheduler.admissionWebhook.whitelistNamespaces", ["kube-system"]),
+        ("scheduler.defaultSchedulerPolicy.gpuSchedulerPolicy", "binpack"),
+        ("scheduler.defaultSchedulerPolicy.nodeSchedulerPolicy", "binpack"),
+        ("scheduler.extender.extraArgs", ["--debug", "-v=4", "--node-lock-timeout=5s"]),
+        ("devicePlugin.enabled", False),
+    ])
+    def test_mock_mode_values(self, platform, path, expected):
+        assert value_at(render.hami_values(platform.tenants[0]), path) == expected
+
+    def test_scheduler_tag_follows_the_tenant_version(self, dev_config):
+        dev_config["tenants"][0]["kubernetesVersion"] = "v1.34.2"
+        values = render.hami_values(parse_config(dev_config).tenants[0])
+        assert value_at(values, "scheduler.kubeScheduler.image.tag") == "v1.34.2"
+
+    def test_lock_timeout_from_config(self, dev_config):
+        dev_config["tenants"][0]["hami"]["nodeLockTimeout"] = "20s"
+        values = render.hami_values(parse_config(dev_config).tenants[0])
+        assert "--node-lock-timeout=20s" in value_at(values, "scheduler.extender.extraArgs")
+
+    def test_real_gpus_keep_plugin_and_default_lock(self, dev_config):
+        dev_config["tenants"][0]["gpus"]["mock"] = False
+        values = render.hami_values(parse_config(dev_config).tenants[0])
+        assert values["devicePlugin"]["enabled"] is True
+        assert "extender" not in values["scheduler"]
+        assert value_at(values, "scheduler.admissionWebhook.failurePolicy") == "Fail"
+
+
+class TestNodeRegistration:
+    def test_annotation_has_exactly_hamis_fields_and_types(self, platform):
+        devices = tenant_devices(platform.tenants[0], "kamaji")["tenant-a-worker-0"]
+        entries = json.loads(node_register_annotation(devices))
+        assert len(entries) == 1
+        (entry,) = entries
+        assert set(entry) == set(HAMI_FIELD_TYPES)
+        for field, type_ in HAMI_FIELD_TYPES.items():
+            assert type(entry[field]) is type_, field
+        assert entry["count"] == 10 and entry["devmem"] == 81920 and entry["devcore"] == 100
+        assert "NVIDIA" in entry["type"] and entry["mode"] == "hami-core" and entry["health"] is True
+        assert entry["id"].startswith("GPU-")
+
+    def test_ids_are_unique_across_cards_nodes_and_tenants(self, dev_config):
+        dev_config["tenants"][0]["workers"] = 3
+        dev_config["tenants"][0]["gpus"]["perWorker"] = 4
+        platform = parse_config(dev_config)
+        ids = [d.id for t in platform.tenants for ds in tenant_devices(t, "kamaji").values() for d in ds]
+        assert len(ids) == 3 * 4 + 1 and len(set(ids)) == len(ids)
+
+    def test_ids_are_stable_between_runs(self, platform):
+        first = tenant_devices(platform.tenants[0], "kamaji")
+        assert first == tenant_devices(platform.tenants[0], "kamaji")
+
+    def test_round_trip(self, platform):
+        devices = tenant_devices(platform.tenants[1], "kamaji")["tenant-b-worker-0"]
+        assert parse_node_register_annotation(node_register_annotation(devices)) == devices
+
+    def test_node_metadata_mock_and_real(self, platform):
+        devices = tenant_devices(platform.tenants[0], "kamaji")["tenant-a-worker-0"]
+        mock = render.gpu_node_metadata("n", devices, mock=True)
+        assert mock["labels"] == {"gpu": "on"}
+        assert json.loads(mock["annotations"]["hami.io/node-nvidia-register"])[0]["index"] == 0
+        assert "annotations" not in render.gpu_node_metadata("n", devices, mock=False)
+
+    def test_register_fields_constant_matches_types(self):
+        assert set(REGISTER_FIELDS) == set(HAMI_FIELD_TYPES)
+
+    def test_capacity_totals(self, dev_config):
+        dev_config["tenants"][0]["gpus"]["perWorker"] = 2
+        tenant = parse_config(dev_config).tenants[0]
+        devices = [d for ds in tenant_devices(tenant, "kamaji").values() for d in ds]
+        assert GpuCapacity.of(devices).as_output() == {
+            "cards": 2, "memoryMiB": 163840, "cores": 200, "slots": 20}
+
+
+class TestCapacityAgent:
+    def test_one_cronjob_per_gpu_node_patching_cards_times_split(self):
+        objects = render.capacity_agent_objects({"n1": 10, "n2": 20})
+        jobs = [o for o in objects if o["kind"] == "CronJob"]
+        assert [j["metadata"]["name"] for j in jobs] == [
+            "hami-mock-gpu-capacity-n1", "hami-mock-gpu-capacity-n2"]
+        container = jobs[1]["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+        assert container["image"] == "registry.k8s.io/kubectl:v1.35.0"
+        assert container["command"][:5] == ["/bin/kubectl", "patch", "node", "n2", "--subresource=status"]
+        patch = json.loads(container["command"][-1])
+        assert patch == [
+            {"op": "add", "path": "/status/capacity/nvidia.com~1gpu", "value": "20"},
+            {"op": "add", "path": "/status/allocatable/nvidia.com~1gpu", "value": "20"}]
+
+    def test_rbac_is_limited_to_the_gpu_nodes(self):
+        role = next(o for o in render.capacity_agent_objects({"n1": 10}) if o["kind"] == "ClusterRole")
+        assert {tuple(r["resources"]): r["resourceNames"] for r in role["rules"]} == {
+            ("nodes",): ["n1"], ("nodes/status",): ["n1"]}
+        assert role["rules"][1]["verbs"] == ["patch"]
+
+
+class TestQuotas:
+    def test_quota_uses_hamis_keys_and_creates_missing_namespaces(self, dev_config):
+        dev_config["tenants"][0]["gpuQuotas"] = {
+            "team-a": {"limits.nvidia.com/gpu": 2, "limits.nvidia.com/gpumem": 40000},
+            "default": {"limits.nvidia.com/gpumem": 20000}}
+        objects = render.quota_objects(parse_config(dev_config).tenants[0])
+        assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
+            ("ResourceQuota", "hami-gpu-quota"), ("Namespace", "team-a"), ("ResourceQuota", "hami-gpu-quota")]
+        assert objects[2]["spec"]["hard"] == {"limits.nvidia.com/gpu": "2",
+                                              "limits.nvidia.com/gpumem": "40000"}
+
+    @pytest.mark.parametrize("key", ["requests.nvidia.com/gpu", "limits.nvidia.com/gpucores", "gpu"])
+    def test_other_keys_are_refused_with_their_path(self, dev_config, key):
+        dev_config["tenants"][0]["gpuQuotas"] = {"team-a": {key: 1}}
+        with pytest.raises(ConfigError) as caught:
+            parse_config(dev_config)
+        assert any(p.startswith(f"tenants[0].gpuQuotas.team-a.{key}:") and "HAMi enforces" in p
+                   for p in caught.value.problems)
+
+    def test_bad_namespace_name_is_refused(self, dev_config):
+        dev_config["tenants"][0]["gpuQuotas"] = {"Team_A": {"limits.nvidia.com/gpu": 1}}
+        with pytest.raises(ConfigError, match=r"tenants\[0\]\.gpuQuotas\.Team_A"):
+            parse_config(dev_config)
