@@ -3,6 +3,7 @@
 import pulumi
 
 from components.config import load_config
+from components.gpu import reference_request
 from components.hami_node_pool import HamiNodePool
 from components.kamaji_tenant import KamajiTenant
 from components.management_cluster import ManagementCluster
@@ -16,7 +17,7 @@ tenants = {
 }
 gpu_pools = {
     tenant.name: HamiNodePool(f"{tenant.name}-gpus", tenant, platform.management.name,
-                              tenants[tenant.name])
+                              tenants[tenant.name], reference_request(platform))
     for tenant in platform.tenants
 }
 

@@ -8,7 +8,8 @@ import pulumi_kubernetes as kubernetes
 from components import hami_render as render
 from components import versions
 from components.config import TenantConfig
-from components.gpu_devices import GpuCapacity, GpuDevice, tenant_devices
+from components.gpu import GpuRequest, tenant_capacity_summary
+from components.gpu_devices import GpuDevice, tenant_devices
 from components.kamaji_tenant import KamajiTenant
 from components.kubernetes_objects import create_objects
 
@@ -22,10 +23,11 @@ class HamiNodePool(pulumi.ComponentResource):
     cards: dict[str, list[str]]
     """Per GPU node, the ids of the cards registered on it."""
     capacity: dict[str, int]
-    """The tenant's GPU capacity: cards, memoryMiB, cores, slots."""
+    """The tenant's GPU capacity (cards, memoryMiB, cores, slots) and how many pods of the
+    reference shape HAMi would place (referencePodsThatFit, from the fit model)."""
 
-    def __init__(self, name: str, tenant: TenantConfig, cluster_name: str,
-                 cluster: KamajiTenant, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, tenant: TenantConfig, cluster_name: str, cluster: KamajiTenant,
+                 reference_pod: GpuRequest, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(TYPE_TOKEN, name, None, opts)
         on_tenant = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
         nodes_ready = [*cluster.workers, *cluster.cni, *cluster.kube_proxy]
@@ -59,8 +61,7 @@ class HamiNodePool(pulumi.ComponentResource):
             pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(depends_on=[self.release])))
 
         self.cards = {node: [d.id for d in node_devices] for node, node_devices in devices.items()}
-        all_devices: list[GpuDevice] = [d for node_devices in devices.values() for d in node_devices]
-        self.capacity = GpuCapacity.of(all_devices).as_output()
+        self.capacity = tenant_capacity_summary(tenant, cluster_name, reference_pod)
         self.register_outputs({"cards": self.cards, "capacity": self.capacity})
 
     @staticmethod

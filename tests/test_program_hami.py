@@ -62,7 +62,14 @@ def test_outputs_cards_and_capacity(dev_program):
     tenant = dev_program.exports["tenants"]["tenant-a"]
     (card,) = tenant["gpuCards"]["tenant-a-worker-0"]
     assert card.startswith("GPU-")
-    assert tenant["gpuCapacity"] == {"cards": 1, "memoryMiB": 81920, "cores": 100, "slots": 10}
+    assert tenant["gpuCapacity"] == {"cards": 1, "memoryMiB": 81920, "cores": 100, "slots": 10,
+                                     "referencePodsThatFit": 3}
+
+
+def test_reference_pod_shape_is_configurable(dev_config):
+    dev_config["referencePod"] = {"gpumem": 8000, "gpucores": 10}
+    program = run_program(dev_config)
+    assert program.exports["tenants"]["tenant-a"]["gpuCapacity"]["referencePodsThatFit"] == 10
 
 
 def test_tenant_without_gpus_still_gets_hami_but_no_registration(dev_config):

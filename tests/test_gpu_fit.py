@@ -1,0 +1,239 @@
+"""The fit model against HAMi 2.10.0's rules (facts/hami.md §3), and the planner."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from components import gpu
+from components.gpu import GpuDevice, GpuRequest, fit, plan
+from components.gpu_fit import order_devices, plan_nodes
+
+pytestmark = pytest.mark.unit
+
+A100 = {"count": 10, "devmem": 81920, "devcore": 100, "type": "NVIDIA A100-SXM4-80GB"}
+SHARE = GpuRequest(nums=1, memreq=20000, coresreq=30)
+
+
+def card(index: int = 0, **changes) -> GpuDevice:
+    return GpuDevice(**{"id": f"GPU-{index}", "index": index, **A100, **changes})
+
+
+class TestReferenceScenario:
+    def test_three_share_one_card_and_the_fourth_is_refused_for_cores(self):
+        placements = plan([card()], [SHARE] * 4)
+        assert [p.ok for p in placements] == [True, True, True, False]
+        assert {tuple(p.device_ids) for p in placements[:3]} == {("GPU-0",)}
+        assert placements[3].reason == "1/1 CardInsufficientCore"
+
+    def test_more_than_the_card_memory_is_refused_for_memory(self):
+        result = fit([card()], GpuRequest(nums=1, memreq=90000))
+        assert (result.ok, result.reason) == (False, "1/1 CardInsufficientMemory")
+
+    def test_plan_does_not_touch_the_callers_devices(self):
+        devices = [card()]
+        plan(devices, [SHARE] * 3)
+        assert devices[0].used == devices[0].usedmem == devices[0].usedcores == 0
+
+
+class TestRequestFromLimits:
+    def test_share_request(self):
+        request = GpuRequest.from_limits({"nvidia.com/gpumem": 20000, "nvidia.com/gpucores": 30})
+        assert request == GpuRequest(nums=1, memreq=20000, mempercentagereq=101, coresreq=30)
+
+    def test_gpu_alone_is_the_whole_card_exclusively(self):
+        assert GpuRequest.from_limits({"nvidia.com/gpu": 1}) == GpuRequest(
+            nums=1, memreq=0, mempercentagereq=100, coresreq=100)
+
+    def test_gpumem_without_cores_shares_with_zero_cores(self):
+        assert GpuRequest.from_limits({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 1000}).coresreq == 0
+
+    def test_full_percentage_without_cores_is_exclusive(self):
+        request = GpuRequest.from_limits({"nvidia.com/gpumem-percentage": 100})
+        assert (request.mempercentagereq, request.coresreq) == (100, 100)
+
+    def test_partial_percentage(self):
+        request = GpuRequest.from_limits({"nvidia.com/gpumem-percentage": 25, "nvidia.com/gpucores": 20})
+        assert (request.memreq, request.mempercentagereq, request.coresreq) == (0, 25, 20)
+        assert request.memory_on(card()) == 20480
+
+    def test_percentage_outside_0_100_is_denied_like_the_webhook(self):
+        with pytest.raises(ValueError, match="0-100"):
+            GpuRequest.from_limits({"nvidia.com/gpumem-percentage": 150})
+
+    def test_containers_without_nvidia_resources_are_ignored(self):
+        assert GpuRequest.from_limits({"cpu": "1"}) is None
+
+
+class TestReasonCodes:
+    """One test per NVIDIA (non-MIG) reason code, each set up to reach that check first."""
+
+    def test_unhealthy_card(self):
+        assert fit([card(health=False)], SHARE).reason == "1/1 CardNotHealth"
+
+    def test_cordoned_card(self):
+        assert fit([card()], SHARE, cordoned_ids=frozenset({"GPU-0"})).reason == "1/1 CardCordoned"
+
+    @pytest.mark.parametrize("annotations", [
+        {"nvidia.com/use-gputype": "H100"},
+        {"nvidia.com/nouse-gputype": "a100"},
+        {"nvidia.com/vgpu-mode": "mig"},
+    ])
+    def test_type_annotations(self, annotations):
+        assert fit([card()], SHARE, pod_annotations=annotations).reason == "1/1 CardTypeMismatch"
+
+    def test_type_annotation_matching_is_a_case_insensitive_substring(self):
+        assert fit([card()], SHARE, pod_annotations={"nvidia.com/use-gputype": "a100"}).ok
+
+    @pytest.mark.parametrize("annotations", [
+        {"nvidia.com/use-gpuuuid": "GPU-other"}, {"nvidia.com/nouse-gpuuuid": "GPU-0"}])
+    def test_uuid_annotations(self, annotations):
+        assert fit([card()], SHARE, pod_annotations=annotations).reason == "1/1 CardUuidMismatch"
+
+    def test_type_is_checked_before_uuid(self):
+        annotations = {"nvidia.com/use-gputype": "H100", "nvidia.com/use-gpuuuid": "GPU-other"}
+        assert fit([card()], SHARE, pod_annotations=annotations).reason == "1/1 CardTypeMismatch"
+
+    def test_split_count_exhausted(self):
+        full = card(used=10, usedmem=10000, usedcores=50)
+        assert fit([full], GpuRequest(nums=1, memreq=100, coresreq=1)).reason == \
+            "1/1 CardTimeSlicingExhausted"
+
+    def test_memory_is_checked_before_cores(self):
+        busy = card(used=3, usedmem=70000, usedcores=90)
+        assert fit([busy], SHARE).reason == "1/1 CardInsufficientMemory"
+
+    def test_whole_card_on_a_used_card_is_an_exclusive_conflict(self):
+        used = card(used=1, usedmem=1000, usedcores=0)
+        assert fit([used], GpuRequest(nums=1, memreq=1000, coresreq=100)).reason == \
+            "1/1 ExclusiveDeviceAllocateConflict"
+
+    def test_mutex_policy_refuses_any_used_card(self):
+        assert fit([card(used=1, usedmem=1, usedcores=1)], SHARE, policy="mutex").reason == \
+            "1/1 ExclusiveDeviceAllocateConflict"
+
+    def test_compute_units_exhausted_for_a_zero_core_request(self):
+        cores_full = card(used=1, usedmem=10000, usedcores=100)
+        assert fit([cores_full], GpuRequest(nums=1, memreq=1000, coresreq=0)).reason == \
+            "1/1 CardComputeUnitsExhausted"
+
+    def test_multi_card_shortfall(self):
+        devices = [card(0), card(1, used=10)]
+        result = fit(devices, GpuRequest(nums=2, memreq=1000, coresreq=10))
+        assert result.reason == "1/2 AllocatedCardsInsufficientRequest, 1/2 CardTimeSlicingExhausted"
+
+    def test_more_cards_than_the_node_has(self):
+        assert fit([card()], GpuRequest(nums=2, memreq=1000)).reason == "NodeInsufficientDevice"
+
+    def test_percentage_request_checks_the_resolved_memory(self):
+        half_used = card(used=1, usedmem=50000, usedcores=10)
+        result = fit([half_used], GpuRequest(nums=1, mempercentagereq=50, coresreq=10))
+        assert result.reason == "1/1 CardInsufficientMemory"  # 40960 MiB > 31920 free
+        assert fit([card()], GpuRequest(nums=1, mempercentagereq=50, coresreq=10)).ok
+
+    def test_numa_bind_restarts_selection_on_another_numa_node(self):
+        devices = [card(0, numa=0), card(1, numa=1)]
+        result = fit(devices, GpuRequest(nums=2, memreq=1000, coresreq=10),
+                     pod_annotations={"nvidia.com/numa-bind": "true"})
+        assert result.reason == "1/2 AllocatedCardsInsufficientRequest, 1/2 NumaNotFit"
+
+    def test_several_codes_are_counted_and_joined_sorted(self):
+        devices = [card(0, health=False), card(1, used=10), card(2, used=10)]
+        assert fit(devices, SHARE).reason == "1/3 CardNotHealth, 2/3 CardTimeSlicingExhausted"
+
+
+class TestCardOrder:
+    def node(self) -> list[GpuDevice]:
+        return [card(0), card(1, used=1, usedmem=20000, usedcores=30), card(2)]
+
+    def test_binpack_fills_the_most_used_card(self):
+        assert fit(self.node(), SHARE, policy="binpack").device_ids == ["GPU-1"]
+
+    def test_spread_picks_the_least_used_card(self):
+        node = [card(0, used=1, usedmem=20000, usedcores=30), card(1),
+                card(2, used=2, usedmem=40000, usedcores=60)]
+        assert fit(node, SHARE, policy="spread").device_ids == ["GPU-1"]
+
+    def test_ties_go_to_the_highest_index_as_fit_walks_from_the_end(self):
+        assert fit(self.node(), SHARE, policy="spread").device_ids == ["GPU-2"]
+
+    def test_no_policy_walks_the_given_list_from_its_end(self):
+        assert fit(self.node(), SHARE).device_ids == ["GPU-2"]
+
+    def test_binpack_plans_three_pods_on_one_card_spread_on_three(self):
+        devices = [card(0), card(1), card(2)]
+        binpack = {p.device_ids[0] for p in plan(devices, [SHARE] * 3, policy="binpack")}
+        spread = {p.device_ids[0] for p in plan(devices, [SHARE] * 3, policy="spread")}
+        assert len(binpack) == 1 and len(spread) == 3
+
+    def test_ordering_is_deterministic_on_ties(self):
+        devices = [card(2), card(0), card(1)]
+        assert [d.index for d in order_devices(devices, SHARE, "binpack")] == [0, 1, 2]
+
+    def test_unknown_policy_is_refused(self):
+        with pytest.raises(ValueError, match="topology-aware"):
+            fit([card()], SHARE, policy="topology-aware")
+
+
+class TestNodes:
+    def test_binpack_nodes_fill_one_node_first(self):
+        nodes = {"n1": [card(0)], "n2": [card(1)]}
+        placements = plan_nodes(nodes, [SHARE] * 3, node_policy="binpack")
+        assert {p.node for p in placements} == {"n1"}
+
+    def test_spread_nodes_alternate(self):
+        nodes = {"n1": [card(0)], "n2": [card(1)]}
+        placements = plan_nodes(nodes, [SHARE] * 2, node_policy="spread")
+        assert [p.node for p in placements] == ["n1", "n2"]
+
+    def test_refusal_on_several_nodes_names_each(self):
+        placements = plan_nodes({"n1": [card(0)], "n2": [card(1)]}, [GpuRequest(nums=1, memreq=90000)])
+        assert placements[0].reason == "n1: 1/1 CardInsufficientMemory; n2: 1/1 CardInsufficientMemory"
+
+
+_cards = st.builds(
+    lambda i, count, mem, cores: GpuDevice(id=f"GPU-{i}", index=i, count=count, devmem=mem,
+                                           devcore=cores, type="NVIDIA X"),
+    st.integers(0, 7), st.integers(1, 12), st.integers(1, 100000), st.sampled_from([50, 100]))
+_requests = st.builds(
+    GpuRequest, nums=st.integers(1, 3), memreq=st.integers(0, 90000),
+    mempercentagereq=st.sampled_from([101, 10, 25, 50, 100]), coresreq=st.integers(0, 120))
+
+
+@settings(max_examples=300, deadline=None)
+@given(devices=st.lists(_cards, min_size=1, max_size=6, unique_by=lambda d: d.id),
+       pods=st.lists(_requests, max_size=30), policy=st.sampled_from(["binpack", "spread", "mutex"]))
+def test_plan_never_overcommits_a_card(devices, pods, policy):
+    from components.gpu_fit import charge
+
+    state = [GpuDevice(**vars(d)) for d in devices]
+    for placement, request in zip(plan(devices, pods, policy=policy), pods, strict=True):
+        if placement.ok:
+            assert len(placement.device_ids) == request.nums == len(set(placement.device_ids))
+            charge(state, request, placement.device_ids)
+        for d in state:
+            assert d.used <= d.count and d.usedmem <= d.devmem and d.usedcores <= d.devcore
+
+
+class TestPlanner:
+    def test_table_for_the_dev_stack(self, capsys):
+        assert gpu.main(["plan", "--stack", "dev", "--pod", "gpumem=20000,gpucores=30",
+                         "--count", "4"]) == 0
+        out = capsys.readouterr().out
+        assert out.count("placed (20000 MiB, 30 % cores per card)") == 6
+        assert out.count("refused: 1/1 CardInsufficientCore") == 2
+
+    def test_json(self, capsys):
+        assert gpu.main(["plan", "--stack", "dev", "--pod", "gpumem=90000", "--count", "1",
+                         "--json"]) == 0
+        report = json.loads(capsys.readouterr().out)
+        (placement,) = report["tenants"]["tenant-a"]["placements"]
+        assert placement["reason"] == "1/1 CardInsufficientMemory"
+
+    @pytest.mark.parametrize("args", [["--pod", "vram=1"], ["--stack", "missing"], ["--count", "0"]])
+    def test_bad_arguments_are_clear_errors(self, capsys, args):
+        assert gpu.main(["plan", *args]) == 2
+        assert capsys.readouterr().err.startswith("error: ")
