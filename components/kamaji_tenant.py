@@ -71,7 +71,12 @@ class KamajiTenant(pulumi.ComponentResource):
         self.kubeconfig = self._admin_kubeconfig(name, management)
         self.endpoint = pulumi.Output.unsecret(self.kubeconfig.apply(api_server_url))
         self.provider = kubernetes.Provider(
-            f"{name}-k8s", kubeconfig=self.kubeconfig, opts=pulumi.ResourceOptions(parent=self))
+            f"{name}-k8s", kubeconfig=self.kubeconfig,
+            # Rotated admin certificates update the provider; only a new control
+            # plane (new UID) replaces it and the objects inside the tenant.
+            cluster_identifier=self.control_plane.metadata.apply(
+                lambda meta: f"{tenant.name}/{meta.get('uid', '')}"),
+            opts=pulumi.ResourceOptions(parent=self))
 
         self.node_names = tenant.worker_names()
         self.workers = [self._worker(node_join.Worker(tenant, index, management_config))

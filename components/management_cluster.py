@@ -73,6 +73,9 @@ class ManagementCluster(pulumi.ComponentResource):
         self.provider = kubernetes.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
+            # A new kind cluster (new command id) replaces the provider and so
+            # everything on it; a changed kubeconfig alone is only an update.
+            cluster_identifier=self.cluster.id,
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                 depends_on=[kubeconfig_cmd])),
         )

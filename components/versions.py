@@ -36,6 +36,11 @@ KUBE_SCHEDULER_IMAGE_REPOSITORY = "kube-scheduler"
 # Small image with kubectl for the in-tenant GPU capacity agent (HamiNodePool).
 KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.35.0"
 
+# Image of the live suite's probe and test pods (tests/e2e).
+E2E_PROBE_IMAGE = "docker.io/library/busybox:1.36.1"
+# kind CLI the e2e workflow installs (its releases ship kindest/node:v1.35.0).
+KIND_CLI_VERSION = "v0.31.0"
+
 # Tenant Kubernetes versions Kamaji 26.8.2-edge accepts: up to its KubeadmVersion
 # v1.36 (facts/kamaji.md §1.3, §1.7); the platform supports v1.30 upwards.
 TENANT_MIN_MINOR = 30
@@ -62,6 +67,8 @@ def pinned_table() -> list[tuple[str, str]]:
         ("kube-scheduler image (HAMi)", f"{KUBE_SCHEDULER_IMAGE_REGISTRY}/"
          f"{KUBE_SCHEDULER_IMAGE_REPOSITORY}:<tenant version>"),
         ("kubectl image (GPU capacity agent)", KUBECTL_IMAGE),
+        ("busybox image (live suite probes)", E2E_PROBE_IMAGE),
+        ("kind CLI (e2e workflow)", KIND_CLI_VERSION),
     ]
 
 

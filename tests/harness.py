@@ -81,6 +81,8 @@ class PlatformMocks(pulumi.runtime.Mocks):
         if args.typ == "command:local:Command":
             outputs["stdout"] = self._command_stdout(args.name)
             outputs["stderr"] = ""
+        elif args.typ.endswith(":TenantControlPlane"):
+            outputs["metadata"] = {**outputs.get("metadata", {}), "uid": f"uid-{args.name}"}
         elif args.typ == "kubernetes:core/v1:Secret" and args.resource_id:
             kubeconfig = fake_kubeconfig(f"https://{tenant_lb_address(args.name)}:6443",
                                          f"{TENANT_KUBECONFIG_SENTINEL}-{args.name}")

@@ -111,3 +111,9 @@ def test_more_workers_make_more_worker_commands(dev_config):
     program = run_program(dev_config)
     names = sorted(r.name for r in program.of_type("command:local:Command") if "worker" in r.name)
     assert names == ["tenant-a-worker-0", "tenant-b-worker-0", "tenant-b-worker-1", "tenant-b-worker-2"]
+
+
+def test_providers_are_replaced_only_with_a_new_cluster(dev_program):
+    assert dev_program.named("management-k8s").inputs["clusterIdentifier"] == "management-kind_id"
+    tenant = dev_program.named("tenant-a-k8s").inputs["clusterIdentifier"]
+    assert tenant == "tenant-a/uid-tenant-a-control-plane"

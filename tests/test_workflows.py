@@ -102,3 +102,9 @@ def test_policy_pack_is_a_python_pack_with_pinned_requirements():
     policy = yaml.safe_load((ROOT / "policy" / "PulumiPolicy.yaml").read_text())
     assert policy["runtime"]["name"] == "python"
     assert re.fullmatch(r"pulumi-policy==[\d.]+\n", (ROOT / "policy" / "requirements.txt").read_text())
+
+
+def test_e2e_workflow_installs_the_pinned_kind():
+    from components.versions import KIND_CLI_VERSION
+
+    assert load("e2e.yml")["jobs"]["e2e"]["env"]["KIND_VERSION"] == KIND_CLI_VERSION

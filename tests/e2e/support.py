@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from components import versions
 from components.config import PlatformConfig, TenantConfig
 from components.gpu import GpuRequest, Placement, plan_tenant
 
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ALLOCATED_ANNOTATION = "hami.io/vgpu-devices-allocated"
 FILTERING_FAILED = "FilteringFailed"
 HAMI_SCHEDULER = "hami-scheduler"
-PROBE_IMAGE = "docker.io/library/busybox:1.36.1"
+PROBE_IMAGE = versions.E2E_PROBE_IMAGE
 T = TypeVar("T")
 
 

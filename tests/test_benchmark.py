@@ -1,0 +1,32 @@
+"""The scale benchmark runs (a smoke test: figures are measured by `python -m benchmarks.scale`)."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+
+import pytest
+
+from benchmarks import scale
+from components.config import parse_config
+
+pytestmark = pytest.mark.unit
+
+
+def test_generated_configs_are_valid_up_to_the_largest_size():
+    platform = parse_config(scale.tenant_config(max(scale.DEFAULT_SIZES)))
+    assert len(platform.tenants) == 200
+    assert all(t.workers == 2 and t.gpus.per_worker == 2 for t in platform.tenants)
+    networks = [ipaddress.ip_network(c) for t in platform.tenants for c in (t.pod_cidr, t.service_cidr)]
+    assert len(set(networks)) == 400
+
+
+def test_benchmark_runs_on_two_tenants(tmp_path, capsys):
+    output = tmp_path / "scale.json"
+    assert scale.main(["--sizes", "2", "--json", str(output)]) == 0
+    report = json.loads(output.read_text())
+    (row,) = report["rows"]
+    assert row["tenants"] == 2 and row["resources"] > 2 * 20
+    assert row["program_s"] > 0 and row["baseline_s"] > 0 and row["program_peak_mib"] > 0
+    assert report["planner"]["pods"] == 10_000
+    assert "ratio" in capsys.readouterr().out
