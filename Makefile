@@ -10,8 +10,11 @@ PYTHON ?= python3
 export PULUMI_BACKEND_URL ?= file://$(CURDIR)/.pulumi-state
 export PULUMI_SKIP_UPDATE_CHECK := true
 # The passphrase encrypts secrets (kubeconfigs) in the stack state. Export your
-# own; the empty default only suits a throwaway local dev stack.
-export PULUMI_CONFIG_PASSPHRASE ?=
+# own (or PULUMI_CONFIG_PASSPHRASE_FILE); the empty default only suits a
+# throwaway local dev stack.
+ifeq ($(origin PULUMI_CONFIG_PASSPHRASE)$(origin PULUMI_CONFIG_PASSPHRASE_FILE),undefinedundefined)
+export PULUMI_CONFIG_PASSPHRASE :=
+endif
 
 .PHONY: help up preview down test e2e e2e-lifecycle lint images check-tools venv stack
 
@@ -42,7 +45,8 @@ venv: $(VENV)/.installed
 
 stack: check-tools venv
 	@case "$$PULUMI_BACKEND_URL" in file://*) mkdir -p "$${PULUMI_BACKEND_URL#file://}";; esac
-	@[ -n "$$PULUMI_CONFIG_PASSPHRASE" ] || echo "note: PULUMI_CONFIG_PASSPHRASE is empty (fine for a local dev stack only)"
+	@[ -n "$$PULUMI_CONFIG_PASSPHRASE$$PULUMI_CONFIG_PASSPHRASE_FILE" ] || \
+	  echo "note: PULUMI_CONFIG_PASSPHRASE is empty (fine for a local dev stack only)"
 	pulumi login "$$PULUMI_BACKEND_URL" >/dev/null
 	pulumi stack select $(STACK) 2>/dev/null || pulumi stack init $(STACK)
 

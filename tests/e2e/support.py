@@ -30,11 +30,13 @@ T = TypeVar("T")
 
 def backend_env() -> dict[str, str]:
     """The same backend and passphrase defaults as the Makefile."""
-    return {
+    env = {
         "PULUMI_BACKEND_URL": os.environ.get("PULUMI_BACKEND_URL", f"file://{ROOT}/.pulumi-state"),
-        "PULUMI_CONFIG_PASSPHRASE": os.environ.get("PULUMI_CONFIG_PASSPHRASE", ""),
         "PULUMI_SKIP_UPDATE_CHECK": "true",
     }
+    if "PULUMI_CONFIG_PASSPHRASE_FILE" not in os.environ:
+        env["PULUMI_CONFIG_PASSPHRASE"] = os.environ.get("PULUMI_CONFIG_PASSPHRASE", "")
+    return env
 
 
 def missing_prerequisite() -> str | None:
