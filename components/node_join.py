@@ -69,7 +69,10 @@ echo "joined {node}"
 
 
 def create_script(worker: Worker) -> str:
-    """Start the container (if absent) and join it (if not joined). Safe to run twice."""
+    """Start the container (if absent) and join it (if not joined). Safe to run twice.
+
+    The `docker run` flags are the ones kind itself starts a node with.
+    """
     name = shlex.quote(worker.name)
     inner = shlex.quote(_inner_join_script(worker.name))
     return f"""set -eu
@@ -83,6 +86,7 @@ if ! docker inspect "$name" >/dev/null 2>&1; then
   docker run -d --name "$name" --hostname "$name" \\
     --network {shlex.quote(worker.management.docker_network)} \\
     --privileged --security-opt seccomp=unconfined --security-opt apparmor=unconfined \\
+    --tty --init=false --cgroupns=private \\
     --tmpfs /tmp --tmpfs /run --volume /var --volume /lib/modules:/lib/modules:ro \\
     --label {PLATFORM_LABEL}={shlex.quote(worker.management.name)} \\
     --label {TENANT_LABEL}={shlex.quote(worker.tenant.name)} \\
