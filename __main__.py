@@ -2,13 +2,17 @@
 
 import pulumi
 
-from components.config import load_config
+from components.config import ConfigError, load_config
 from components.gpu import reference_request
 from components.hami_node_pool import HamiNodePool
 from components.kamaji_tenant import KamajiTenant
 from components.management_cluster import ManagementCluster
 
-platform = load_config()
+try:
+    platform = load_config()
+except ConfigError as error:
+    # RunError: the message alone, no traceback; nothing has been registered yet.
+    raise pulumi.RunError(str(error)) from None
 
 management = ManagementCluster("management", platform.management)
 tenants = {
