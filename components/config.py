@@ -109,10 +109,6 @@ class TenantConfig:
         """Kamaji's own default: the 10th address of the service CIDR."""
         return str(ipaddress.ip_network(self.service_cidr)[10])
 
-    @property
-    def minor(self) -> int:
-        return int(self.kubernetes_version.split(".")[1])
-
     def worker_names(self) -> list[str]:
         return [f"{self.name}-worker-{index}" for index in range(self.workers)]
 

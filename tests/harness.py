@@ -28,7 +28,6 @@ ROOT = Path(__file__).resolve().parent.parent
 MAIN = ROOT / "__main__.py"
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
 SECRET_VALUE = "1b47061264138c4ac30d75fd1eb44270"
-UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 
 # Sentinels planted in everything the mocks return that is secret in real life.
 MGMT_KUBECONFIG_SENTINEL = "sentinel-management-kubeconfig-token"
@@ -61,11 +60,6 @@ class Registration:
     inputs: dict[str, Any]
     wire: dict[str, Any]
     options: dict[str, Any] = field(default_factory=dict)
-    outputs: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def provider_urn(self) -> str:
-        return self.provider.split("::" + self.provider.split("::")[-1])[0] if self.provider else ""
 
 
 def tenant_lb_address(resource_name: str) -> str:
@@ -105,7 +99,6 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
     def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
         super().__init__(mocks)
         self.registrations: list[Registration] = []
-        self.resource_outputs: dict[str, dict[str, Any]] = {}
 
     def _record(self, request: Any, urn: str, custom: bool, options: dict[str, Any]) -> None:
         wire = json_format.MessageToDict(request.object if hasattr(request, "object")
@@ -125,10 +118,6 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 "customTimeouts": json_format.MessageToDict(request.customTimeouts),
             })
         return response
-
-    def RegisterResourceOutputs(self, request: Any) -> Any:
-        self.resource_outputs[request.urn] = json_format.MessageToDict(request.outputs)
-        return super().RegisterResourceOutputs(request)
 
     def ReadResource(self, request: Any) -> Any:
         response = super().ReadResource(request)
@@ -179,12 +168,10 @@ def stack_config(path: Path) -> dict[str, Any]:
 class Program:
     """The registrations one run of `__main__.py` produced, with lookup helpers."""
 
-    def __init__(self, monitor: RecordingMonitor, module_globals: dict[str, Any]) -> None:
+    def __init__(self, monitor: RecordingMonitor) -> None:
         self.registrations = monitor.registrations
-        self.module_globals = module_globals
         self.by_urn = {reg.urn: reg for reg in self.registrations}
         self.exports, self.secret_exports = _resolve_exports()
-        self.component_outputs = monitor.resource_outputs
 
     def of_type(self, type_: str) -> list[Registration]:
         return [reg for reg in self.registrations if reg.type == type_]
@@ -193,9 +180,6 @@ class Program:
         matches = [reg for reg in self.registrations if reg.name == name]
         assert len(matches) == 1, f"expected one resource named {name!r}, got {len(matches)}"
         return matches[0]
-
-    def parent_of(self, reg: Registration) -> Registration | None:
-        return self.by_urn.get(reg.parent)
 
     def depends_on(self, reg: Registration, other: Registration) -> bool:
         """True when `reg` waits for `other`, directly or through its dependencies/parent chain."""
@@ -240,11 +224,5 @@ def run_program(config: dict[str, Any], preview: bool = False,
                              monitor=monitor)
     pulumi_settings.SETTINGS.rpc_manager.clear()
     pulumi_settings.SETTINGS.outputs.clear()
-    namespace: dict[str, Any] = {}
-
-    def program() -> None:
-        namespace.update(runpy.run_path(str(MAIN), run_name="__main__"))
-
-    _sync_await(run_pulumi_func(program))
-    result = Program(monitor, namespace)
-    return result
+    _sync_await(run_pulumi_func(lambda: runpy.run_path(str(MAIN), run_name="__main__")))
+    return Program(monitor)

@@ -23,7 +23,6 @@ from components.gpu import GpuRequest, Placement, plan_tenant
 ROOT = Path(__file__).resolve().parents[2]
 ALLOCATED_ANNOTATION = "hami.io/vgpu-devices-allocated"
 FILTERING_FAILED = "FilteringFailed"
-HAMI_SCHEDULER = "hami-scheduler"
 PROBE_IMAGE = versions.E2E_PROBE_IMAGE
 T = TypeVar("T")
 

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from components.gpu_devices import GPU_CORES_RESOURCE, GPU_MEMORY_RESOURCE
+from components.hami_render import SCHEDULER_NAME as HAMI_SCHEDULER
 from components.tenantcontrolplane import API_PORT
 from tests.e2e.conftest import LiveStack
 from tests.e2e.support import (
     ALLOCATED_ANNOTATION,
     FILTERING_FAILED,
-    HAMI_SCHEDULER,
     Expected,
     expect,
     gpu_pod,
