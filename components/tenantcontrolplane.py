@@ -1,7 +1,8 @@
 """The TenantControlPlane of a tenant, rendered by one pure function.
 
 Field names and defaults follow the Kamaji CRD at tag 26.8.2-edge
-(kamaji.clastix.io/v1alpha1; facts/kamaji.md §1).
+(kamaji.clastix.io/v1alpha1; clastix/kamaji 26.8.2-edge
+api/v1alpha1/tenantcontrolplane_types.go, charts/kamaji/crds/).
 """
 
 from __future__ import annotations
@@ -36,9 +37,18 @@ ADMISSION_CONTROLLERS = (*KAMAJI_DEFAULT_ADMISSION_CONTROLLERS, "NodeRestriction
 # nodes: swap present on the host must not stop the kubelet (the platform
 # never runs `swapoff` on the user's machine), and a laptop's nearly full disk
 # must not evict tenant pods.
+#
+# Every patch is `add`, never `replace`: Kamaji (26.8.2-edge,
+# internal/kubeadm/uploadconfig.go getKubeletConfigmapContent) defaults a
+# KubeletConfiguration, sets `cgroupDriver` from the deprecated
+# `kubelet.cgroupfs` field ("" when unset, so the omitempty member is absent),
+# serializes it to JSON and applies these patches with evanphx/json-patch v5.
+# RFC 6902 `replace` of an absent member is an error, Kamaji then never uploads
+# the kubelet-config ConfigMap and `kubeadm join` fails; `add` sets a member
+# whether or not it exists (upstream fixed its own sample so: clastix/kamaji#1310).
 KUBELET_CGROUP_DRIVER = "systemd"
 KUBELET_CONFIGURATION_PATCHES = (
-    {"op": "replace", "path": "/cgroupDriver", "value": KUBELET_CGROUP_DRIVER},
+    {"op": "add", "path": "/cgroupDriver", "value": KUBELET_CGROUP_DRIVER},
     {"op": "add", "path": "/failSwapOn", "value": False},
     {"op": "add", "path": "/imageGCHighThresholdPercent", "value": 100},
     {"op": "add", "path": "/evictionHard",
@@ -47,7 +57,13 @@ KUBELET_CONFIGURATION_PATCHES = (
 
 
 def datastore_schema(tenant: TenantConfig) -> str:
-    """A fixed schema per tenant: a replaced TCP (new UID) finds its old data."""
+    """A predictable schema name per tenant (Kamaji's default is the TCP's UID).
+
+    It names the tenant's keys in kamaji-etcd for an operator; it does not carry
+    data across a replace: Kamaji's finalizer deletes the schema's keys when a
+    TCP is deleted (clastix/kamaji 26.8.2-edge, controllers/datastore_setup.go),
+    so a replaced control plane starts empty either way.
+    """
     return tenant.name.replace("-", "_")
 
 

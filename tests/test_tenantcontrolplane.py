@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+
+import jsonpatch
 import pytest
 
 from components.config import parse_config
@@ -51,12 +54,55 @@ def test_admission_plugins_keep_kamaji_defaults_and_add_node_restriction(tcp):
     assert len(plugins) == len(set(plugins))
 
 
-def test_kubelet_matches_kindest_node_workers(tcp):
-    kubelet = tcp["spec"]["kubernetes"]["kubelet"]
-    patches = {p["path"]: p for p in kubelet["configurationJSONPatches"]}
-    assert patches["/cgroupDriver"] == {"op": "replace", "path": "/cgroupDriver", "value": "systemd"}
-    assert patches["/failSwapOn"]["value"] is False
-    assert kubelet["preferredAddressTypes"][0] == "InternalIP"
+# The KubeletConfiguration Kamaji patches, as JSON, for a TCP without the
+# deprecated `kubelet.cgroupfs` field. Kamaji 26.8.2-edge
+# (internal/kubeadm/uploadconfig.go, getKubeletConfigmapContent) starts from
+# kubelet's SetDefaults_KubeletConfiguration (k8s.io/kubernetes v1.35
+# pkg/kubelet/apis/config/v1beta1/defaults.go: failSwapOn true,
+# imageGCHighThresholdPercent 85, no evictionHard, cgroupDriver "cgroupfs"),
+# then overwrites cgroupDriver with the empty `cgroupfs` field, so the
+# omitempty member is absent from the JSON the patches are applied to.
+KAMAJI_KUBELET_CONFIGURATION = {
+    "apiVersion": "kubelet.config.k8s.io/v1beta1",
+    "kind": "KubeletConfiguration",
+    "authentication": {"x509": {"clientCAFile": "/etc/kubernetes/pki/ca.crt"}},
+    "cgroupsPerQOS": True,
+    "clusterDNS": ["10.37.0.10"],
+    "clusterDomain": "cluster.local",
+    "failSwapOn": True,
+    "imageGCHighThresholdPercent": 85,
+    "rotateCertificates": True,
+    "staticPodPath": "/etc/kubernetes/manifests",
+}
+
+
+def test_kubelet_patches_apply_to_the_configuration_kamaji_generates(tcp):
+    """Applied with a real RFC 6902 implementation (`jsonpatch`), as Kamaji applies them with
+    evanphx/json-patch v5: a `replace` of the absent `/cgroupDriver` would raise here, as it
+    fails in Kamaji (no kubelet-config ConfigMap, every `kubeadm join` fails; clastix/kamaji#1310)."""
+    patches = tcp["spec"]["kubernetes"]["kubelet"]["configurationJSONPatches"]
+    assert "cgroupDriver" not in KAMAJI_KUBELET_CONFIGURATION
+    patched = jsonpatch.JsonPatch(patches).apply(copy.deepcopy(KAMAJI_KUBELET_CONFIGURATION))
+    assert patched["cgroupDriver"] == "systemd", "kindest/node's containerd uses the systemd driver"
+    assert patched["failSwapOn"] is False
+    assert patched["evictionHard"] == {"imagefs.available": "0%", "nodefs.available": "0%",
+                                       "nodefs.inodesFree": "0%"}
+    assert patched["imageGCHighThresholdPercent"] == 100
+    assert patched["clusterDNS"] == ["10.37.0.10"], "patches leave Kamaji's own fields alone"
+
+
+@pytest.mark.parametrize("member", ["cgroupDriver", "failSwapOn", "evictionHard",
+                                    "imageGCHighThresholdPercent"])
+def test_kubelet_patches_apply_whether_or_not_a_member_is_present(tcp, member):
+    """Kamaji's defaults may change between releases; the patches must not depend on them."""
+    patches = tcp["spec"]["kubernetes"]["kubelet"]["configurationJSONPatches"]
+    base = {k: v for k, v in KAMAJI_KUBELET_CONFIGURATION.items() if k != member}
+    jsonpatch.JsonPatch(patches).apply(base)
+    jsonpatch.JsonPatch(patches).apply({**base, member: "present"})
+
+
+def test_kubelet_prefers_internal_ip(tcp):
+    assert tcp["spec"]["kubernetes"]["kubelet"]["preferredAddressTypes"][0] == "InternalIP"
 
 
 def test_addons_konnectivity_and_coredns_but_not_kamaji_kube_proxy(tcp):
