@@ -15,7 +15,7 @@ import pulumi_kubernetes as kubernetes
 import yaml
 from pulumi_command import local
 
-from components import node_join, tenant_addons
+from components import node_join, readiness, tenant_addons
 from components import tenantcontrolplane as tcp_render
 from components.config import ManagementConfig, TenantConfig
 from components.kubernetes_objects import create_objects, create_objects_with
@@ -70,13 +70,22 @@ class KamajiTenant(pulumi.ComponentResource):
                                                  [namespace, *self.network_policies])
         self.kubeconfig = self._admin_kubeconfig(name, management)
         self.endpoint = pulumi.Output.unsecret(self.kubeconfig.apply(api_server_url))
+        self.control_plane_uid = self.control_plane.metadata.apply(lambda meta: meta.get("uid", ""))
+        # Kamaji authorizes the admin credentials a while after the TCP is Ready;
+        # nothing is created inside the tenant before they are (components/readiness.py).
+        self.admin_access = local.Command(
+            f"{name}-admin-access",
+            create=readiness.tenant_admin_access_script(tenant, management_config),
+            environment={node_join.KUBECONFIG_ENV: self.kubeconfig},
+            triggers=[self.control_plane_uid],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.control_plane]))
         self.provider = kubernetes.Provider(
             f"{name}-k8s", kubeconfig=self.kubeconfig,
             # Rotated admin certificates update the provider; only a new control
             # plane (new UID) replaces it and the objects inside the tenant.
-            cluster_identifier=self.control_plane.metadata.apply(
-                lambda meta: f"{tenant.name}/{meta.get('uid', '')}"),
-            opts=pulumi.ResourceOptions(parent=self))
+            cluster_identifier=self.control_plane_uid.apply(lambda uid: f"{tenant.name}/{uid}"),
+            # Every resource of the tenant uses this provider, so all of them wait.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.admin_access]))
 
         self.node_names = tenant.worker_names()
         self.workers = [self._worker(node_join.Worker(tenant, index, management_config))
@@ -110,7 +119,7 @@ class KamajiTenant(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(
                 # Kamaji's webhooks fail closed, and the LoadBalancer address
                 # comes from MetalLB's pool.
-                depends_on=[*after, management.kamaji, management.l2_advertisement],
+                depends_on=[*after, management.kamaji_webhook, management.l2_advertisement],
                 custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout))),
         )
 
@@ -133,9 +142,12 @@ class KamajiTenant(pulumi.ComponentResource):
             environment={node_join.KUBECONFIG_ENV: self.kubeconfig},
             # stdout and stderr carry only redacted text; stdout is secret anyway.
             logging=local.Logging.STDERR,
-            triggers=[worker.name, worker.image, worker.management.docker_network],
+            # A new control plane (new UID, new CA) replaces the worker: it joins
+            # the new one instead of staying "already joined" to the old.
+            triggers=[worker.name, worker.image, worker.management.docker_network,
+                      self.control_plane_uid],
             opts=pulumi.ResourceOptions(
                 parent=self, delete_before_replace=True,
                 additional_secret_outputs=["stdout"],
-                depends_on=[self.control_plane]),
+                depends_on=[self.control_plane, self.admin_access]),
         )

@@ -7,7 +7,7 @@ import pulumi_kubernetes as kubernetes
 from pulumi_command import local
 
 from components import management_render as render
-from components import versions
+from components import readiness, versions
 from components.config import ManagementConfig
 
 TYPE_TOKEN = "kamaji-hami-platform:index:ManagementCluster"
@@ -55,9 +55,10 @@ class ManagementCluster(pulumi.ComponentResource):
             interpreter=["/bin/sh", "-c"],
             # kind attaches its nodes to this Docker network (default `kind`).
             environment={render.KIND_NETWORK_ENV: management.docker_network},
-            # Changing the name, image or kind config replaces the cluster; the
-            # name is fixed, so the old one must go first.
-            triggers=[management.name, management.node_image, kind_config],
+            # Changing the name, image, kind config or Docker network replaces the
+            # cluster; the name is fixed, so the old one must go first.
+            triggers=[management.name, management.node_image, kind_config,
+                      management.docker_network],
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                 delete_before_replace=True)),
         )
@@ -111,6 +112,15 @@ class ManagementCluster(pulumi.ComponentResource):
             render.kamaji_values(management),
             pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
                 depends_on=[self.cert_manager])))
+
+        # Kamaji's TCP webhooks fail closed and its readiness is a bare ping:
+        # tenants wait until a dry-run TCP is accepted (components/readiness.py).
+        self.kamaji_webhook = local.Command(
+            f"{name}-kamaji-webhook",
+            create=readiness.kamaji_webhook_wait_script(management),
+            triggers=[self.cluster.id, versions.KAMAJI_IMAGE_TAG],
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                depends_on=[self.kamaji])))
 
         self.register_outputs({
             "kubeconfig": self.kubeconfig,

@@ -18,9 +18,13 @@ from components.config import ManagementConfig, TenantConfig
 
 KUBECONFIG_ENV = "TENANT_KUBECONFIG"
 BOOTSTRAP_TOKEN_TTL = "10m"
-# Kamaji's own e2e joins kindest/node containers with these (facts/kamaji.md §3.3).
+# Kamaji's own e2e joins kindest/node containers with these (clastix/kamaji 26.8.2-edge
+# e2e/worker_kubeadm_join_test.go), plus Swap: the platform never turns the host's swap off.
 IGNORED_PREFLIGHT_ERRORS = "SystemVerification,FileExisting,Swap"
 CONTAINER_KUBECONFIG = "/etc/kubernetes/tenant-admin.conf"
+# What `kubeadm join` leaves on a node: its kubelet credentials and the cluster CA.
+JOINED_KUBELET_CONFIG = "/etc/kubernetes/kubelet.conf"
+NODE_CA_CERT = "/etc/kubernetes/pki/ca.crt"
 PLATFORM_LABEL = "io.kamaji-hami-platform/cluster"
 TENANT_LABEL = "io.kamaji-hami-platform/tenant"
 # Bootstrap tokens look like abcdef.0123456789abcdef; discovery hashes like sha256:<64 hex>.
@@ -45,17 +49,22 @@ class Worker:
         return versions.kind_node_image(self.tenant.kubernetes_version)
 
 
-def _inner_join_script(node: str) -> str:
-    """Runs inside the container: mint a short-lived token, join, delete the token."""
-    kc = CONTAINER_KUBECONFIG
+def _inner_join_script(node: str, kubeconfig: str = CONTAINER_KUBECONFIG) -> str:
+    """Runs inside the container: mint a short-lived token, join, delete the token.
+
+    Only the token command's stdout is the join command: a warning kubeadm
+    prints on stderr must never become part of the command that runs next.
+    """
+    kc = kubeconfig
+    err = f"{kc}.err"
     return f"""set -u
-trap 'rm -f {kc}' EXIT
+trap 'rm -f {kc} {err}' EXIT
 join=""
 for attempt in $(seq 1 30); do
   # Kamaji sets up the bootstrap RBAC a moment after the TCP is Ready.
   if join=$(kubeadm token create --kubeconfig {kc} --ttl {BOOTSTRAP_TOKEN_TTL} \\
-      --description "join {node}" --print-join-command 2>&1); then break; fi
-  last_error=$join; join=""; sleep 2
+      --description "join {node}" --print-join-command 2>{err}); then break; fi
+  last_error=$(cat {err}); join=""; sleep 2
 done
 if [ -z "$join" ]; then echo "kubeadm token create failed: $last_error"; exit 1; fi
 token=$(printf '%s' "$join" | sed -E 's/.*--token ([^ ]+).*/\\1/')
@@ -69,9 +78,11 @@ echo "joined {node}"
 
 
 def create_script(worker: Worker) -> str:
-    """Start the container (if absent) and join it (if not joined). Safe to run twice.
+    """Start the container (if absent) and join it (if not joined to this tenant). Safe to run twice.
 
-    The `docker run` flags are the ones kind itself starts a node with.
+    The `docker run` flags are the ones kind itself starts a node with. A
+    container already joined to another control plane (its CA is not this
+    tenant's: the TCP was recreated) is reset with `kubeadm reset -f` and joined again.
     """
     name = shlex.quote(worker.name)
     inner = shlex.quote(_inner_join_script(worker.name))
@@ -79,7 +90,7 @@ def create_script(worker: Worker) -> str:
 name={name}
 fail() {{
   printf 'worker %s: %s\\n' "$name" "$1" | {REDACT_SED} >&2
-  docker rm -f "$name" >/dev/null 2>&1 || true
+  docker rm -f -v "$name" >/dev/null 2>&1 || true
   exit 1
 }}
 if ! docker inspect "$name" >/dev/null 2>&1; then
@@ -98,8 +109,17 @@ for attempt in $(seq 1 60); do
   sleep 2
 done
 [ -n "$ready" ] || fail "containerd did not start in the container within 120s"
-if docker exec "$name" test -f /etc/kubernetes/kubelet.conf; then
-  echo "worker $name already joined"; exit 0
+if docker exec "$name" test -f {JOINED_KUBELET_CONFIG}; then
+  # The tenant's CA, as PEM without line breaks, from its kubeconfig and from the node.
+  want=$(printf '%s\\n' "${KUBECONFIG_ENV}" | sed -n 's/^ *certificate-authority-data: *//p' \\
+    | head -n 1 | base64 -d 2>/dev/null | tr -d '\\r\\n' || true)
+  have=$(docker exec "$name" cat {NODE_CA_CERT} 2>/dev/null | tr -d '\\r\\n' || true)
+  # No CA data in the kubeconfig: nothing to compare, leave the node as it is.
+  if [ -z "$want" ] || [ "$want" = "$have" ]; then
+    echo "worker $name already joined"; exit 0
+  fi
+  echo "worker $name was joined to another control plane of tenant {worker.tenant.name}; resetting it"
+  docker exec "$name" kubeadm reset -f >/dev/null 2>&1 || fail "kubeadm reset failed"
 fi
 docker exec "$name" modprobe br_netfilter >/dev/null 2>&1 || true
 printf '%s' "${KUBECONFIG_ENV}" | docker exec -i "$name" \\
@@ -127,7 +147,8 @@ if docker inspect "$name" >/dev/null 2>&1; then
   else
     echo "warning: could not remove node $name from tenant {worker.tenant.name} (API unreachable?)" >&2
   fi
-  docker rm -f "$name" >/dev/null
+  # -v: also the container's anonymous /var volume (images, kubelet data), as kind does.
+  docker rm -f -v "$name" >/dev/null
   echo "container $name removed"
 else
   echo "container $name is already gone"

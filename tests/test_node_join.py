@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from components import node_join
+from components import node_join, versions
 from components.config import ManagementConfig, parse_config
 
 pytestmark = pytest.mark.unit
@@ -42,7 +43,7 @@ class TestCreate:
         assert "--name tenant-a-worker-0 --hostname tenant-a-worker-0" in docker_run
         assert "--network kind" in docker_run and "--privileged" in docker_run
         assert "--volume /lib/modules:/lib/modules:ro" in docker_run
-        assert docker_run.endswith("kindest/node:v1.35.0")
+        assert docker_run.endswith(f"kindest/node:v1.35.0@{versions.KIND_NODE_DIGESTS['v1.35.0']}")
         assert "joined tenant-a-worker-0" in result.stdout
 
     def test_kubeconfig_enters_the_container_through_stdin_only(self, worker, tmp_path):
@@ -66,7 +67,7 @@ class TestCreate:
         assert "<redacted-token>" in result.stderr and "sha256:<redacted>" in result.stderr
         assert "abcdef.0123456789abcdef" not in result.stderr + result.stdout
         assert not (tmp_path / "containers" / "tenant-a-worker-0").exists()
-        assert calls(tmp_path)[-1] == "rm -f tenant-a-worker-0"
+        assert calls(tmp_path)[-1] == "rm -f -v tenant-a-worker-0", "the /var volume goes too"
 
     def test_rerun_after_a_failed_join_starts_clean(self, worker, tmp_path):
         run(node_join.create_script(worker), tmp_path, FAKE_JOIN_FAIL="1")
@@ -80,11 +81,72 @@ class TestCreate:
         assert "swapoff" not in script, "never turn off the host's swap"
 
 
+def kubeconfig_with_ca(pem: str) -> str:
+    data = base64.b64encode(pem.encode()).decode()
+    return ("apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n"
+            f"    certificate-authority-data: {data}\n    server: https://172.18.255.201:6443\n"
+            "  name: tenant\nusers:\n- user: {token: s3cret-admin-token}\n")
+
+
+CA_A = "-----BEGIN CERTIFICATE-----\nQUFB\nQUFB\n-----END CERTIFICATE-----\n"
+CA_B = "-----BEGIN CERTIFICATE-----\nQkJC\nQkJC\n-----END CERTIFICATE-----\n"
+
+
+class TestReplacedControlPlane:
+    """A recreated TenantControlPlane has a new CA: its workers must join it, not stay
+    "already joined" to the old one; workers of an unchanged control plane stay put."""
+
+    def test_worker_joined_to_another_control_plane_is_reset_and_joins_again(self, worker, tmp_path):
+        assert run(node_join.create_script(worker), tmp_path,
+                   **{node_join.KUBECONFIG_ENV: kubeconfig_with_ca(CA_A)}).returncode == 0
+        result = run(node_join.create_script(worker), tmp_path,
+                     **{node_join.KUBECONFIG_ENV: kubeconfig_with_ca(CA_B)})
+        assert result.returncode == 0, result.stderr
+        assert "exec tenant-a-worker-0 kubeadm reset -f" in calls(tmp_path)
+        assert "joined tenant-a-worker-0" in result.stdout
+        assert (tmp_path / "ca" / "tenant-a-worker-0").read_text() == CA_B
+
+    def test_worker_of_the_same_control_plane_is_left_alone(self, worker, tmp_path):
+        kubeconfig = {node_join.KUBECONFIG_ENV: kubeconfig_with_ca(CA_A)}
+        run(node_join.create_script(worker), tmp_path, **kubeconfig)
+        result = run(node_join.create_script(worker), tmp_path, **kubeconfig)
+        assert "already joined" in result.stdout
+        assert not any("reset" in call for call in calls(tmp_path))
+        assert sum(c.startswith("exec tenant-a-worker-0 bash -c") for c in calls(tmp_path)) == 1
+
+
+def test_token_command_stderr_never_becomes_part_of_the_join_command(tmp_path):
+    """The inner script runs here with a stand-in kubeadm that warns on stderr while printing
+    the join command on stdout (as kubeadm does on, e.g., a deprecated flag)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "kubeadm"
+    fake.write_text(f"""#!/bin/bash
+printf '%s\\n' "$*" >> {tmp_path}/kubeadm.calls
+case "$1 $2" in
+  "token create") echo "W1202 warning: something deprecated" >&2
+                  echo "kubeadm join 172.18.255.201:6443 --token abcdef.0123456789abcdef" ;;
+  "token delete") ;;
+  join*) ;;
+esac
+""")
+    fake.chmod(0o755)
+    script = node_join._inner_join_script("tenant-a-worker-0", str(tmp_path / "admin.conf"))
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    result = subprocess.run(["/bin/bash", "-c", script], env=env, capture_output=True, text=True,
+                            timeout=30, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (join,) = [c for c in (tmp_path / "kubeadm.calls").read_text().splitlines() if c.startswith("join")]
+    assert join.startswith("join 172.18.255.201:6443 --token abcdef.0123456789abcdef --node-name")
+    assert "W1202" not in join and "warning" not in join
+
+
 class TestDelete:
     def test_drains_deletes_node_and_removes_container(self, worker, tmp_path):
         run(node_join.create_script(worker), tmp_path)
         result = run(node_join.delete_script(worker), tmp_path)
         assert result.returncode == 0, result.stderr
+        assert "rm -f -v tenant-a-worker-0" in calls(tmp_path), "kind removes volumes too (rm -f -v)"
         inner = [c for c in calls(tmp_path) if c.startswith("exec tenant-a-worker-0 bash -c")][-1]
         assert "drain tenant-a-worker-0" in inner and "delete node tenant-a-worker-0" in inner
         assert not (tmp_path / "containers" / "tenant-a-worker-0").exists()

@@ -28,6 +28,20 @@ class TestManagementResources:
         assert kind.options["deleteBeforeReplace"] is True
         assert kind.inputs["environment"] == {"KIND_EXPERIMENTAL_DOCKER_NETWORK": "kind"}
 
+    def test_kind_keeps_its_credentials_out_of_the_users_kubeconfig(self, dev_program):
+        kind = dev_program.named("management-kind")
+        assert "--kubeconfig .kind/kamaji.kubeconfig" in kind.inputs["create"]
+        assert "rm -f .kind/kamaji.kubeconfig" in kind.inputs["delete"]
+
+    def test_a_new_docker_network_replaces_the_kind_cluster(self, dev_config):
+        """The network is a trigger: kind, the workers and the MetalLB range move together."""
+        before = run_program(dev_config).named("management-kind").inputs["triggers"]
+        dev_config["management"]["dockerNetwork"] = "kind-b"
+        after = run_program(dev_config)
+        assert after.named("management-kind").inputs["triggers"] != before
+        assert "kind-b" in after.named("management-kind").inputs["triggers"]
+        assert "--network kind-b" in after.named("tenant-a-worker-0").inputs["create"]
+
     @pytest.mark.parametrize(("release", "chart", "namespace"), [
         ("cert-manager", versions.CERT_MANAGER_CHART, "cert-manager"),
         ("metallb", versions.METALLB_CHART, "metallb-system"),

@@ -117,3 +117,37 @@ def test_providers_are_replaced_only_with_a_new_cluster(dev_program):
     assert dev_program.named("management-k8s").inputs["clusterIdentifier"] == "management-kind_id"
     tenant = dev_program.named("tenant-a-k8s").inputs["clusterIdentifier"]
     assert tenant == "tenant-a/uid-tenant-a-control-plane"
+
+
+def test_control_planes_wait_until_kamajis_webhook_accepts_a_dry_run(dev_program):
+    """Kamaji's Helm release is "ready" on a bare ping while its fail-closed TCP webhooks may not
+    serve yet (clastix/kamaji 26.8.2-edge cmd/manager/cmd.go readyz = healthz.Ping)."""
+    gate = dev_program.named("management-kamaji-webhook")
+    assert dev_program.depends_on(gate, dev_program.named("kamaji"))
+    assert "create --dry-run=server" in gate.inputs["create"]
+    for name in TENANTS:
+        assert dev_program.depends_on(dev_program.named(f"{name}-control-plane"), gate)
+
+
+def test_nothing_is_created_in_a_tenant_before_its_admin_credentials_are_authorized(dev_program):
+    """Kamaji binds kubeadm:cluster-admins after the TCP is Ready; a 403 is not retried by
+    pulumi-kubernetes. Every tenant-side resource uses the tenant provider, which waits."""
+    for name in TENANTS:
+        gate = dev_program.named(f"{name}-admin-access")
+        provider = dev_program.named(f"{name}-k8s")
+        assert dev_program.depends_on(gate, dev_program.named(f"{name}-control-plane"))
+        assert dev_program.depends_on(provider, gate)
+        inside = [r for r in dev_program.registrations if r.provider.startswith(provider.urn + "::")]
+        assert {r.type for r in inside} >= {"kubernetes:apps/v1:DaemonSet", "kubernetes:helm.sh/v3:Release",
+                                            "kubernetes:core/v1:NodePatch", "kubernetes:batch/v1:CronJob"}
+        assert dev_program.depends_on(dev_program.named(f"{name}-worker-0"), gate)
+        assert is_secret(gate.wire["environment"]["TENANT_KUBECONFIG"])
+
+
+def test_workers_follow_the_identity_of_their_control_plane(dev_program):
+    """A recreated TCP has a new UID (and CA): the worker's triggers change, so it is
+    replaced and joins the new control plane instead of staying joined to the old one."""
+    worker = dev_program.named("tenant-a-worker-0")
+    assert "uid-tenant-a-control-plane" in worker.inputs["triggers"]
+    assert "uid-tenant-b-control-plane" in dev_program.named("tenant-b-worker-0").inputs["triggers"]
+    assert worker.options["deleteBeforeReplace"] is True
