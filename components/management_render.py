@@ -20,11 +20,14 @@ CERT_MANAGER_NAMESPACE = "cert-manager"
 METALLB_NAMESPACE = "metallb-system"
 KAMAJI_NAMESPACE = "kamaji-system"
 # The Kamaji CRD's conversion webhook is hard-wired to this release name and
-# namespace (facts/kamaji.md §1.1).
+# namespace (clastix/kamaji 26.8.2-edge charts/kamaji/crds/kamaji.clastix.io_tenantcontrolplanes.yaml,
+# `conversion.webhook.clientConfig.service`).
 KAMAJI_RELEASE = "kamaji"
 METALLB_POOL_NAME = "kind-pool"
 METALLB_API_VERSION = "metallb.io/v1beta1"
 KIND_NETWORK_ENV = "KIND_EXPERIMENTAL_DOCKER_NETWORK"
+# Private folder (git-ignored) for the kubeconfig `kind create` writes.
+KIND_KUBECONFIG_DIR = ".kind"
 
 # The MetalLB range takes 51 addresses at the top of the kind subnet, far from
 # the low addresses Docker hands to containers (management node, workers).
@@ -43,34 +46,73 @@ def kind_cluster_config(management: ManagementConfig) -> str:
     return yaml.safe_dump(config, sort_keys=True)
 
 
+def kind_kubeconfig_path(management: ManagementConfig) -> str:
+    """Where `kind create` writes the cluster's admin kubeconfig: a private file of the
+    project, never the user's ~/.kube/config (kind's default, whose current context it
+    would also switch). Relative to the project directory, where Pulumi runs commands.
+    kind writes it with mode 0600 and `kind delete` only edits it (kind v0.31.0
+    pkg/cluster/internal/kubeconfig), so the delete script removes it."""
+    return f"{KIND_KUBECONFIG_DIR}/{management.name}.kubeconfig"
+
+
+def _list_clusters_or_fail(action: str) -> str:
+    """`kind get clusters` into $clusters; a Docker failure stops the script.
+
+    Without this, `kind get clusters | grep` reads a Docker error as "no such
+    cluster" (the pipeline's status is grep's): a delete would report "already
+    gone" and leave the cluster running.
+    """
+    return (
+        "if ! clusters=$(kind get clusters 2>&1); then\n"
+        f"  printf 'cannot list kind clusters (is Docker running?); nothing {action}: %s\\n' "
+        '"$clusters" >&2\n'
+        "  exit 1\n"
+        "fi\n"
+    )
+
+
 def kind_create_script(management: ManagementConfig) -> str:
     """Create the kind cluster unless it exists; the config arrives on stdin."""
     name = shlex.quote(management.name)
+    kubeconfig = shlex.quote(kind_kubeconfig_path(management))
     return (
         "set -eu\n"
-        f"if kind get clusters 2>/dev/null | grep -qx {name}; then\n"
+        + _list_clusters_or_fail("created")
+        + f"if printf '%s\\n' \"$clusters\" | grep -qx {name}; then\n"
         f"  echo 'kind cluster {management.name} already exists'\n"
         "else\n"
-        f"  kind create cluster --name {name} --config - --wait 120s\n"
+        f"  umask 077; mkdir -p {KIND_KUBECONFIG_DIR}\n"
+        f"  kind create cluster --name {name} --config - --kubeconfig {kubeconfig} --wait 120s\n"
         "fi\n"
     )
 
 
 def kind_delete_script(management: ManagementConfig) -> str:
-    """Delete the kind cluster; a cluster that is already gone is not an error."""
+    """Delete the kind cluster and its private kubeconfig; a cluster already gone is fine,
+    a Docker that does not answer is an error (nothing is deleted then)."""
     name = shlex.quote(management.name)
+    kubeconfig = shlex.quote(kind_kubeconfig_path(management))
     return (
         "set -eu\n"
-        f"if kind get clusters 2>/dev/null | grep -qx {name}; then\n"
-        f"  kind delete cluster --name {name}\n"
+        + _list_clusters_or_fail("deleted")
+        + f"if printf '%s\\n' \"$clusters\" | grep -qx {name}; then\n"
+        f"  kind delete cluster --name {name} --kubeconfig {kubeconfig}\n"
         "else\n"
         f"  echo 'kind cluster {management.name} is already gone'\n"
         "fi\n"
+        f"rm -f {kubeconfig}\n"
     )
 
 
 def kind_kubeconfig_command(management: ManagementConfig) -> str:
+    """`kind get kubeconfig` reads the admin kubeconfig from the node container itself
+    (kind v0.31.0 pkg/cluster/internal/kubeconfig/kubeconfig.go), from no kubeconfig file."""
     return f"kind get kubeconfig --name {shlex.quote(management.name)}"
+
+
+def control_plane_container(management: ManagementConfig) -> str:
+    """The kind node's container: kind names a one-node cluster's node `<name>-control-plane`."""
+    return f"{management.name}-control-plane"
 
 
 def docker_network_ipam_command(network: str) -> str:

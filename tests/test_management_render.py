@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import pytest
 import yaml
@@ -43,6 +45,31 @@ class TestMetallbRange:
             render.metallb_range_from_ipam("Error: No such network: kind")
 
 
+def run_with_kind(script: str, workdir, clusters: str = "", docker_down: bool = False):
+    """Run a kind script in `workdir` with a stand-in kind that lists `clusters` (or fails
+    as kind does when Docker does not answer) and records its calls."""
+    bin_dir = workdir / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "kind").write_text(f"""#!/bin/bash
+printf '%s\\n' "$*" >> {workdir}/kind.calls
+if [ "$1 $2" = "get clusters" ]; then
+  if [ -n "{'1' if docker_down else ''}" ]; then
+    echo "ERROR: failed to list clusters: Cannot connect to the Docker daemon" >&2
+    exit 1
+  fi
+  if [ -z "{clusters}" ]; then echo "No kind clusters found." >&2; else echo "{clusters}"; fi
+fi
+""")
+    (bin_dir / "kind").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    return subprocess.run(["/bin/sh", "-c", script], cwd=workdir, env=env, input="kind: Cluster\n",
+                          capture_output=True, text=True, timeout=30, check=False)
+
+
+def kind_calls(workdir) -> list[str]:
+    return (workdir / "kind.calls").read_text().splitlines()
+
+
 class TestKind:
     def test_cluster_config_pins_image_and_networks(self):
         config = yaml.safe_load(render.kind_cluster_config(ManagementConfig()))
@@ -50,15 +77,46 @@ class TestKind:
         assert config["networking"] == {"podSubnet": "10.244.0.0/16", "serviceSubnet": "10.96.0.0/16"}
         assert "disableDefaultCNI" not in config["networking"]
 
-    def test_create_is_guarded_by_an_existence_check(self):
+    def test_create_is_guarded_by_an_existence_check(self, tmp_path):
         script = render.kind_create_script(ManagementConfig(name="mgmt"))
-        assert "kind get clusters" in script and "grep -qx mgmt" in script
-        assert "kind create cluster --name mgmt --config -" in script
+        assert run_with_kind(script, tmp_path, clusters="mgmt").returncode == 0
+        assert kind_calls(tmp_path) == ["get clusters"]
+        result = run_with_kind(script, tmp_path, clusters="other")
+        assert result.returncode == 0, result.stderr
+        assert kind_calls(tmp_path)[-1] == \
+            "create cluster --name mgmt --config - --kubeconfig .kind/mgmt.kubeconfig --wait 120s"
 
-    def test_delete_tolerates_a_missing_cluster(self):
-        script = render.kind_delete_script(ManagementConfig(name="mgmt"))
-        assert "kind delete cluster --name mgmt" in script
-        assert "already gone" in script
+    def test_create_never_touches_the_users_kubeconfig(self, tmp_path):
+        """kind writes only the file --kubeconfig names (kind v0.31.0
+        pkg/cluster/internal/kubeconfig/internal/kubeconfig/paths.go), mode 0600."""
+        result = run_with_kind(render.kind_create_script(ManagementConfig(name="mgmt")), tmp_path,
+                               clusters="")
+        assert result.returncode == 0, result.stderr
+        assert (tmp_path / ".kind").stat().st_mode & 0o077 == 0, "the folder is private"
+        assert "--kubeconfig .kind/mgmt.kubeconfig" in kind_calls(tmp_path)[-1]
+
+    def test_delete_removes_the_cluster_and_its_private_kubeconfig(self, tmp_path):
+        (tmp_path / ".kind").mkdir()
+        (tmp_path / ".kind" / "mgmt.kubeconfig").write_text("secret")
+        result = run_with_kind(render.kind_delete_script(ManagementConfig(name="mgmt")), tmp_path,
+                               clusters="mgmt")
+        assert result.returncode == 0, result.stderr
+        assert kind_calls(tmp_path)[-1] == "delete cluster --name mgmt --kubeconfig .kind/mgmt.kubeconfig"
+        assert not (tmp_path / ".kind" / "mgmt.kubeconfig").exists()
+
+    def test_delete_tolerates_a_missing_cluster(self, tmp_path):
+        result = run_with_kind(render.kind_delete_script(ManagementConfig(name="mgmt")), tmp_path,
+                               clusters="other")
+        assert result.returncode == 0
+        assert "already gone" in result.stdout
+        assert not any(c.startswith("delete") for c in kind_calls(tmp_path))
+
+    @pytest.mark.parametrize("script", [render.kind_delete_script, render.kind_create_script])
+    def test_a_docker_failure_is_an_error_not_already_gone(self, tmp_path, script):
+        result = run_with_kind(script(ManagementConfig(name="mgmt")), tmp_path, docker_down=True)
+        assert result.returncode != 0
+        assert "is Docker running?" in result.stderr and "Cannot connect" in result.stderr
+        assert kind_calls(tmp_path) == ["get clusters"], "nothing created or deleted"
 
     def test_network_inspect_reads_ipam_as_json(self):
         assert render.docker_network_ipam_command("kind") == \
@@ -69,7 +127,7 @@ class TestValues:
     def test_cert_manager_installs_its_crds(self):
         assert render.cert_manager_values() == {"crds": {"enabled": True}}
 
-    def test_kamaji_pins_image_tag_and_drops_resources(self):
+    def test_kamaji_pins_image_tag_and_drops_resources(self):  # kind guide: --set resources=null
         values = render.kamaji_values(ManagementConfig(kamaji_etcd_replicas=1))
         assert values["image"] == {"tag": "26.8.2-edge"}
         assert "resources" in values and values["resources"] is None
