@@ -16,7 +16,8 @@ ifeq ($(origin PULUMI_CONFIG_PASSPHRASE)$(origin PULUMI_CONFIG_PASSPHRASE_FILE),
 export PULUMI_CONFIG_PASSPHRASE :=
 endif
 
-.PHONY: help up preview down test e2e e2e-lifecycle lint images check-tools venv stack
+.PHONY: help up preview down test e2e e2e-lifecycle lint images check-tools check-kind-version \
+	venv stack forget-lost-cluster
 
 help:
 	@echo "make up       create the platform (stack $(STACK)): kind, Kamaji, tenants, HAMi"
@@ -26,6 +27,7 @@ help:
 	@echo "make images   list every pinned image and chart"
 	@echo "make e2e      acceptance cases TC-01..TC-08 against the deployed stack $(STACK)"
 	@echo "make e2e-lifecycle  up, cases, no-op preview, destroy on a throwaway stack"
+	@echo "make forget-lost-cluster  kind cluster already gone: drop its resources from the state, then make down"
 
 check-tools:
 	@missing=0; \
@@ -35,6 +37,12 @@ check-tools:
 	if [ $$missing -eq 0 ] && ! docker info >/dev/null 2>&1; then \
 	  echo "docker is installed but the daemon is not reachable (is it running? may this user use it?)"; missing=1; fi; \
 	exit $$missing
+
+# The pinned node image is built by one kind release; another kind may not run it well.
+check-kind-version: check-tools
+	@want=$$($(PYTHON) -m components.versions KIND_CLI_VERSION); \
+	have=$$(kind version 2>/dev/null | awk '{print $$2}'); \
+	[ "$$have" = "$$want" ] || echo "warning: kind $$have is installed, but the pinned node image is built by kind $$want; install it: go install sigs.k8s.io/kind@$$want"
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -50,7 +58,7 @@ stack: check-tools venv
 	pulumi login "$$PULUMI_BACKEND_URL" >/dev/null
 	pulumi stack select $(STACK) 2>/dev/null || pulumi stack init $(STACK)
 
-up: stack
+up: stack check-kind-version
 	pulumi up --yes --stack $(STACK)
 
 preview: stack
@@ -58,6 +66,10 @@ preview: stack
 
 down: stack
 	pulumi destroy --yes --stack $(STACK)
+
+# Only when the kind cluster is already gone: forget its kubernetes resources so `make down` can finish.
+forget-lost-cluster: stack
+	$(VENV)/bin/python -m components.lost_cluster --stack $(STACK) $(if $(YES),--yes)
 
 test:
 	rm -rf $(TEST_VENV)

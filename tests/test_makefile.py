@@ -1,0 +1,52 @@
+"""Makefile targets that guard a real run, exercised with stand-in tools on PATH."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from components import versions
+
+pytestmark = pytest.mark.unit
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def make(target: str, tools: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": f"{tools}:{os.environ['PATH']}"}
+    return subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), target, *args], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+@pytest.fixture
+def tools(tmp_path: Path) -> Path:
+    for tool in ("docker", "pulumi"):
+        (tmp_path / tool).write_text("#!/bin/sh\nexit 0\n")
+        (tmp_path / tool).chmod(0o755)
+    return tmp_path
+
+
+def fake_kind(tools: Path, version: str) -> None:
+    (tools / "kind").write_text(f'#!/bin/sh\necho "kind {version} go1.25.5 linux/amd64"\n')
+    (tools / "kind").chmod(0o755)
+
+
+def test_up_warns_with_the_fix_when_kind_is_another_release(tools):
+    fake_kind(tools, "v0.29.0")
+    result = make("check-kind-version", tools)
+    assert result.returncode == 0, result.stderr
+    assert f"built by kind {versions.KIND_CLI_VERSION}" in result.stdout
+    assert f"go install sigs.k8s.io/kind@{versions.KIND_CLI_VERSION}" in result.stdout
+
+
+def test_no_warning_with_the_pinned_kind(tools):
+    fake_kind(tools, versions.KIND_CLI_VERSION)
+    result = make("check-kind-version", tools)
+    assert result.returncode == 0 and "warning" not in result.stdout
+
+
+def test_forget_lost_cluster_runs_the_recovery_command_for_the_stack(tools):
+    result = make("forget-lost-cluster", tools, "-n", "STACK=lab", "YES=1")
+    assert "-m components.lost_cluster --stack lab --yes" in result.stdout
