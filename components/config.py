@@ -22,6 +22,12 @@ PROJECT = "kamaji-hami-platform"
 MANAGEMENT_POD_CIDR = "10.244.0.0/16"
 MANAGEMENT_SERVICE_CIDR = "10.96.0.0/16"
 
+# Kamaji runs each tenant's controller-manager with --allocate-node-cidrs and
+# --cluster-cidr=<podCidr>, without --node-cidr-mask-size (26.8.2-edge,
+# internal/builders/controlplane/deployment.go), so every node takes a /24 of
+# the pod CIDR (kube-controller-manager's IPv4 default): a node beyond the last
+# /24 never gets a range and stays NotReady.
+NODE_POD_CIDR_PREFIX = 24
 GPU_POLICIES = ("binpack", "spread")
 NODE_POLICIES = ("binpack", "spread")
 DEFAULT_NODE_LOCK_TIMEOUT = "5s"
@@ -35,13 +41,19 @@ RESERVED_NAMESPACES = (
     "cert-manager", "default", "kamaji-system", "kube-node-lease", "kube-public",
     "kube-system", "local-path-storage", "metallb-system",
 )
-QUOTA_KEYS = ("limits.nvidia.com/gpu", "limits.nvidia.com/gpumem")
+# GPU quota keys somebody enforces. HAMi 2.10.0 enforces `limits.` + its memory
+# and core resource names (pkg/device/quota.go managedQuotaName, IsManagedQuota);
+# Kubernetes counts an extended resource such as nvidia.com/gpu only under
+# `requests.` (its quota evaluator ignores `limits.` for extended resources).
+QUOTA_KEYS = ("limits.nvidia.com/gpumem", "limits.nvidia.com/gpucores", "requests.nvidia.com/gpu")
+# Keys that look right and that nobody enforces -> the key that does the job.
+MISLEADING_QUOTA_KEYS = {"limits.nvidia.com/gpu": "requests.nvidia.com/gpu"}
 
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _K8S_VERSION = re.compile(r"^v(\d+)\.(\d+)\.(\d+)$")
 _DURATION = re.compile(r"^(\d+)(s|m)$")
 _DOCKER_NETWORK = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
-_IMAGE = re.compile(r"^[a-z0-9.\-/:_]+:[A-Za-z0-9_.\-]+$")
+_IMAGE = re.compile(r"^[a-z0-9.\-/:_]+:[A-Za-z0-9_.\-]+(@sha256:[a-f0-9]{64})?$")
 
 
 class ConfigError(ValueError):
@@ -75,6 +87,9 @@ class HamiSettings:
     gpu_scheduler_policy: str = "spread"
     node_scheduler_policy: str = "binpack"
     node_lock_timeout: str = DEFAULT_NODE_LOCK_TIMEOUT
+    # With the webhook failing closed, a second (leader-elected) scheduler pod
+    # keeps GPU pod creation working while one restarts.
+    scheduler_replicas: int = 2
 
 
 @dataclass(frozen=True)
@@ -269,12 +284,14 @@ def _parse_gpu_models(raw: Any, problems: _Problems) -> dict[str, GpuModel]:
 
 def _parse_hami(raw: Any, path: str, problems: _Problems) -> HamiSettings:
     obj = _mapping(raw, path, problems)
-    _unknown_keys(obj, ("gpuSchedulerPolicy", "nodeSchedulerPolicy", "nodeLockTimeout"),
-                  path, problems)
+    _unknown_keys(obj, ("gpuSchedulerPolicy", "nodeSchedulerPolicy", "nodeLockTimeout",
+                        "schedulerReplicas"), path, problems)
     defaults = HamiSettings()
     gpu = _string(obj, "gpuSchedulerPolicy", path, problems, defaults.gpu_scheduler_policy)
     node = _string(obj, "nodeSchedulerPolicy", path, problems, defaults.node_scheduler_policy)
     timeout = _string(obj, "nodeLockTimeout", path, problems, defaults.node_lock_timeout)
+    replicas = _integer(obj, "schedulerReplicas", path, problems, defaults.scheduler_replicas,
+                        maximum=3)
     if gpu is not None and gpu not in GPU_POLICIES:
         problems.add(f"{path}.gpuSchedulerPolicy", f"{gpu!r} must be one of {', '.join(GPU_POLICIES)}")
     if node is not None and node not in NODE_POLICIES:
@@ -286,9 +303,9 @@ def _parse_hami(raw: Any, path: str, problems: _Problems) -> HamiSettings:
         if not 1 <= seconds <= 300:
             problems.add(f"{path}.nodeLockTimeout",
                          f"{timeout!r} must be a duration like '5s' or '1m', between 1s and 5m")
-    if None in (gpu, node, timeout):
+    if None in (gpu, node, timeout, replicas):
         return defaults
-    return HamiSettings(gpu, node, timeout)  # type: ignore[arg-type]
+    return HamiSettings(gpu, node, timeout, replicas)  # type: ignore[arg-type]
 
 
 def _parse_gpus(raw: Any, path: str, workers: int | None, models: Mapping[str, GpuModel],
@@ -322,9 +339,13 @@ def _parse_quotas(raw: Any, path: str, problems: _Problems) -> dict[str, dict[st
         _dns_label(namespace if isinstance(namespace, str) else None, ns_path, problems)
         quota: dict[str, int] = {}
         for key, value in _mapping(limits, ns_path, problems).items():
-            if key not in QUOTA_KEYS:
-                problems.add(f"{ns_path}.{key}", f"is not a GPU quota key HAMi enforces "
-                                                 f"(allowed: {', '.join(QUOTA_KEYS)})")
+            if key in MISLEADING_QUOTA_KEYS:
+                problems.add(f"{ns_path}.{key}", f"is enforced by nobody (Kubernetes counts "
+                                                 f"extended resources only as requests): use "
+                                                 f"{MISLEADING_QUOTA_KEYS[key]}")
+            elif key not in QUOTA_KEYS:
+                problems.add(f"{ns_path}.{key}", f"is not a GPU quota key HAMi or Kubernetes "
+                                                 f"enforces (allowed: {', '.join(QUOTA_KEYS)})")
             elif not _is_int(value) or value < 0:
                 problems.add(f"{ns_path}.{key}", f"must be a non-negative integer, got {value!r}")
             else:
@@ -363,12 +384,25 @@ def _parse_tenant(raw: Any, index: int, models: Mapping[str, GpuModel],
     gpus = _parse_gpus(obj.get("gpus"), f"{path}.gpus", workers, models, problems)
     hami = _parse_hami(obj.get("hami"), f"{path}.hami", problems)
     quotas = _parse_quotas(obj.get("gpuQuotas"), f"{path}.gpuQuotas", problems)
+    if pod_net is not None and workers is not None:
+        _check_node_ranges(pod_net, workers, path, problems)
     if None in (name, version, replicas, pod_net, service_net, workers):
         return None
     if "gpus" in obj and gpus is None:
         return None
     return TenantConfig(name, version, replicas, pod_cidr, service_cidr, workers,  # type: ignore[arg-type]
                         gpus, hami, quotas)
+
+
+def _check_node_ranges(pod_net: ipaddress.IPv4Network, workers: int, path: str,
+                       problems: _Problems) -> None:
+    """Every worker needs its own /24 of the pod CIDR (see NODE_POD_CIDR_PREFIX)."""
+    ranges = 2 ** max(NODE_POD_CIDR_PREFIX - pod_net.prefixlen, 0)
+    if workers > ranges:
+        problems.add(f"{path}.workers", f"{workers} workers need {workers} node ranges of "
+                                        f"/{NODE_POD_CIDR_PREFIX}, but podCidr {pod_net} holds "
+                                        f"only {ranges}: use at most {ranges} workers or a "
+                                        "larger podCidr")
 
 
 def _check_overlaps(tenants: list[TenantConfig], problems: _Problems) -> None:

@@ -1,6 +1,6 @@
 """GPU devices as HAMi 2.10.0 sees them: mock registration and the node-register encoding.
 
-`GpuDevice` carries HAMi's `DeviceInfo` fields (facts/hami.md §2.2) plus usage;
+`GpuDevice` carries HAMi's `DeviceInfo` fields (HAMi v2.10.0 pkg/device/devices.go) plus usage;
 `node_register_annotation` encodes a node's cards exactly as HAMi's scheduler
 parses `hami.io/node-nvidia-register` (JSON, since v2.8.0). The fit model
 (`components.gpu_fit`) works on the same objects; `components.gpu` is the public facade.

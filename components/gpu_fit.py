@@ -1,4 +1,7 @@
-"""A pure-Python model of HAMi 2.10.0's NVIDIA placement (facts/hami.md §3).
+"""A pure-Python model of HAMi 2.10.0's NVIDIA placement.
+
+Read from Project-HAMi/HAMi v2.10.0: pkg/device/nvidia/device.go `Fit` and
+`GenerateResourceRequests`, pkg/scheduler/score.go, pkg/scheduler/policy/.
 
 What it models: the request HAMi builds from a container's limits (with the
 admission webhook's defaults), the per-card check order and reason codes of

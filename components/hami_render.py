@@ -25,9 +25,15 @@ SCHEDULER_NAME = "hami-scheduler"
 DEFAULT_EXTENDER_ARGS = ("--debug", "-v=4")
 CAPACITY_AGENT = "hami-mock-gpu-capacity"
 CAPACITY_SCHEDULE = "* * * * *"
+NODE_STATUS_RESOURCE = "nodes/status"
 QUOTA_NAME = "hami-gpu-quota"
 # Namespaces every cluster has; quotas in them do not create the namespace.
 BUILTIN_NAMESPACES = ("default", "kube-public", "kube-system", "kube-node-lease")
+# Namespaces HAMi's fail-closed webhook never sees (the chart renders them as a
+# `kubernetes.io/metadata.name NotIn` namespaceSelector, HAMi 2.10.0
+# charts/hami/templates/scheduler/webhook.yaml): the system namespaces, where
+# HAMi itself, the CNI, kube-proxy, CoreDNS and the capacity agent run.
+WEBHOOK_EXCLUDED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 
 
 def hami_values(tenant: TenantConfig) -> dict[str, Any]:
@@ -37,7 +43,8 @@ def hami_values(tenant: TenantConfig) -> dict[str, Any]:
     if mock:
         # Nothing releases HAMi's node lock after a bind without the real
         # device plugin; a short expiry keeps consecutive pods from stalling
-        # 5 minutes each (facts/hami.md §4).
+        # 5 minutes each (HAMi v2.10.0 pkg/util/nodelock/nodelock.go; the flag
+        # overrides HAMI_NODELOCK_EXPIRE: cmd/scheduler/main.go).
         extender["extraArgs"] = [*DEFAULT_EXTENDER_ARGS,
                                  f"--node-lock-timeout={tenant.hami.node_lock_timeout}"]
     return {
@@ -52,10 +59,16 @@ def hami_values(tenant: TenantConfig) -> dict[str, Any]:
                 "nodeSchedulerPolicy": tenant.hami.node_scheduler_policy,
             },
             # A broken API-server-to-webhook path (Konnectivity) must fail pod
-            # creation loudly, not send GPU pods to default-scheduler. System
-            # pods never depend on the webhook.
+            # creation loudly, not send GPU pods to default-scheduler. The price:
+            # the webhook matches every pod (not only GPU pods) outside the
+            # excluded namespaces, so while no scheduler pod serves, no pod can be
+            # created there. System namespaces never depend on it, and a second
+            # scheduler replica (leader-elected; the chart's Service follows the
+            # leader label) keeps it serving through a restart.
             "admissionWebhook": {"failurePolicy": "Fail",
-                                 "whitelistNamespaces": [HAMI_NAMESPACE]},
+                                 "whitelistNamespaces": list(WEBHOOK_EXCLUDED_NAMESPACES)},
+            "leaderElect": True,
+            "replicas": tenant.hami.scheduler_replicas,
             **({"extender": extender} if extender else {}),
         },
         # The real device plugin needs NVML; mock cards are registered by the platform.
@@ -89,10 +102,7 @@ def capacity_agent_objects(nodes: dict[str, int]) -> list[dict[str, Any]]:
          "metadata": {"name": CAPACITY_AGENT, "namespace": HAMI_NAMESPACE}},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
          "metadata": {"name": CAPACITY_AGENT},
-         "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"],
-                    "resourceNames": sorted(nodes)},
-                   {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"],
-                    "resourceNames": sorted(nodes)}]},
+         "rules": [capacity_agent_rule(sorted(nodes))]},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
          "metadata": {"name": CAPACITY_AGENT},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
@@ -103,6 +113,18 @@ def capacity_agent_objects(nodes: dict[str, int]) -> list[dict[str, Any]]:
     for node, slots in sorted(nodes.items()):
         objects.append(_capacity_cronjob(node, slots))
     return objects
+
+
+def capacity_agent_rule(nodes: list[str]) -> dict[str, Any]:
+    """Exactly what `kubectl patch node N --subresource=status` needs, on exactly these nodes.
+
+    kubectl first GETs the object it patches, at the subresource it was given
+    (k8s.io/cli-runtime v0.35 pkg/resource/builder.go requireObject, visitor.go
+    Info.Get with Subresource), then PATCHes it; RBAC authorizes both against
+    `nodes/status`, a resource of its own: `get` on `nodes` grants neither.
+    """
+    return {"apiGroups": [""], "resources": [NODE_STATUS_RESOURCE], "verbs": ["get", "patch"],
+            "resourceNames": nodes}
 
 
 def _capacity_cronjob(node: str, slots: int) -> dict[str, Any]:

@@ -25,6 +25,7 @@ KUBE_SYSTEM = "kube-system"
 KINDNET = "kindnet"
 KUBE_PROXY = "kube-proxy"
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+SYSTEM_NODE_CRITICAL = "system-node-critical"
 
 
 def _meta(name: str, namespace: str | None = KUBE_SYSTEM, **labels: str) -> dict[str, Any]:
@@ -73,8 +74,11 @@ def kindnet_objects(tenant: TenantConfig, endpoint: str) -> list[dict[str, Any]]
             {"name": "xtables-lock", "mountPath": "/run/xtables.lock", "readOnly": False},
             {"name": "lib-modules", "mountPath": "/lib/modules", "readOnly": True},
         ],
+        # kind's manifest (v0.31.0 pkg/build/nodeimage/const_cni.go) without the
+        # 50Mi memory limit, which OOM-killed kindnetd on busy nodes and was
+        # dropped upstream after kubernetes-sigs/kind#4215.
         "resources": {"requests": {"cpu": "100m", "memory": "50Mi"},
-                      "limits": {"cpu": "100m", "memory": "50Mi"}},
+                      "limits": {"cpu": "100m"}},
         "securityContext": {"privileged": False, "capabilities": {"add": ["NET_RAW", "NET_ADMIN"]}},
     }
     return [
@@ -93,6 +97,8 @@ def kindnet_objects(tenant: TenantConfig, endpoint: str) -> list[dict[str, Any]]
              "selector": {"matchLabels": {"app": KINDNET}},
              "template": {"metadata": {"labels": labels}, "spec": {
                  "hostNetwork": True,
+                 # The node's network depends on it: never evicted before user pods.
+                 "priorityClassName": SYSTEM_NODE_CRITICAL,
                  "nodeSelector": {"kubernetes.io/os": "linux"},
                  "tolerations": [{"operator": "Exists"}],
                  "serviceAccountName": KINDNET,
@@ -159,7 +165,7 @@ def kube_proxy_objects(tenant: TenantConfig, endpoint: str) -> list[dict[str, An
              "updateStrategy": {"type": "RollingUpdate"},
              "template": {"metadata": {"labels": labels}, "spec": {
                  "hostNetwork": True,
-                 "priorityClassName": "system-node-critical",
+                 "priorityClassName": SYSTEM_NODE_CRITICAL,
                  "serviceAccountName": KUBE_PROXY,
                  "nodeSelector": {"kubernetes.io/os": "linux"},
                  "tolerations": [{"operator": "Exists"}],

@@ -1,17 +1,20 @@
 """NetworkPolicies that isolate a tenant's namespace in the management cluster.
 
 Default deny in both directions, then only what a TenantControlPlane needs
-(facts/kamaji.md §5):
+(pod labels from clastix/kamaji 26.8.2-edge internal/constants/labels.go):
 
 - API (6443) and Konnectivity (8132) from outside the management pod network:
-  workers, the host, and load-balancer traffic. Pods of the management
-  cluster, other tenants' included, have addresses in the pod CIDR and are
-  excluded. Load-balancer traffic that kube-proxy masquerades may reach the
-  pod from the node's own address in the pod network (the gateway of the one
-  kind node's pod range), which no pod can hold, so that address is allowed;
+  workers, the host, and load-balancer traffic. kind's kube-network-policies
+  evaluates a packet after kube-proxy's DNAT and before its masquerade, so
+  load-balancer traffic arrives with its real client address (a worker or the
+  host), while pods of the management cluster, other tenants' included, have
+  addresses in the pod CIDR and are excluded. One pod-network address is
+  allowed: the node's own end of every pod link (the first address of the one
+  kind node's pod range), the source of the kubelet's probes of the
+  control-plane containers (the API server's are on 6443); no pod can hold it;
 - the same ports from the Kamaji controller in `kamaji-system` and from pods
   of the tenant's own namespace (in-namespace tooling, the isolation probe);
-- the kubelet's health probes of the control-plane containers from the node;
+- the kubelet's health probes of the other control-plane containers from the node;
 - egress: control-plane pods to the datastore (kamaji-etcd, 2379) in
   `kamaji-system`; every pod of the namespace to DNS and to its own control
   plane, and nowhere else.

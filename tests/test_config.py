@@ -130,6 +130,25 @@ class TestRefusals:
         dev_config["tenants"][0]["gpus"]["perWorker"] = 17
         assert_refused(dev_config, "tenants[0].gpus.perWorker", "between 1 and 16")
 
+    @pytest.mark.parametrize(("pod_cidr", "workers", "limit"), [
+        ("10.36.0.0/22", 5, 4), ("10.36.0.0/21", 9, 8)])
+    def test_more_workers_than_node_ranges_in_the_pod_cidr(self, dev_config, pod_cidr, workers, limit):
+        """Kamaji's controller-manager gives each node a /24 of podCidr (--allocate-node-cidrs,
+        no --node-cidr-mask-size: clastix/kamaji 26.8.2-edge internal/builders/controlplane/
+        deployment.go; kube-controller-manager's IPv4 default is 24)."""
+        dev_config["tenants"][0]["podCidr"] = pod_cidr
+        dev_config["tenants"][0]["workers"] = workers
+        assert_refused(dev_config, "tenants[0].workers", f"holds only {limit}")
+        dev_config["tenants"][0]["workers"] = limit
+        assert parse_config(dev_config).tenants[0].workers == limit
+
+    def test_node_image_by_tag_or_by_digest(self, dev_config):
+        digest = "sha256:" + "ab" * 32
+        dev_config["management"]["nodeImage"] = f"kindest/node:v1.35.0@{digest}"
+        assert parse_config(dev_config).management.node_image.endswith(digest)
+        dev_config["management"]["nodeImage"] = "kindest/node@" + digest
+        assert_refused(dev_config, "management.nodeImage", "explicit tag")
+
     def test_unknown_keys_are_named(self, dev_config):
         dev_config["tenants"][0]["workerz"] = 2
         assert_refused(dev_config, "tenants[0].workerz", "unknown key")

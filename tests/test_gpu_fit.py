@@ -1,4 +1,4 @@
-"""The fit model against HAMi 2.10.0's rules (facts/hami.md §3), and the planner."""
+"""The fit model against HAMi 2.10.0's rules (pkg/device/nvidia/device.go Fit), and the planner."""
 
 from __future__ import annotations
 

@@ -7,14 +7,18 @@ import json
 import pytest
 
 from components import hami_render as render
-from components.config import ConfigError, parse_config
+from components.config import QUOTA_KEYS, ConfigError, parse_config
 from components.gpu_devices import (
+    GPU_CORES_RESOURCE,
+    GPU_MEMORY_RESOURCE,
+    GPU_RESOURCE,
     REGISTER_FIELDS,
     GpuCapacity,
     node_register_annotation,
     parse_node_register_annotation,
     tenant_devices,
 )
+from tests.rbac_eval import rbac_allows
 
 pytestmark = pytest.mark.unit
 
@@ -40,7 +44,10 @@ class TestValues:
         ("scheduler.kubeScheduler.image.repository", "kube-scheduler"),
         ("scheduler.kubeScheduler.image.tag", "v1.35.0"),
         ("scheduler.admissionWebhook.failurePolicy", "Fail"),
-        ("scheduler.admissionWebhook.whitelistNamespaces", ["kube-system"]),
+        ("scheduler.admissionWebhook.whitelistNamespaces", ["kube-system", "kube-public",
+                                                            "kube-node-lease"]),
+        ("scheduler.leaderElect", True),
+        ("scheduler.replicas", 2),
         ("scheduler.defaultSchedulerPolicy.gpuSchedulerPolicy", "binpack"),
         ("scheduler.defaultSchedulerPolicy.nodeSchedulerPolicy", "binpack"),
         ("scheduler.extender.extraArgs", ["--debug", "-v=4", "--node-lock-timeout=5s"]),
@@ -48,6 +55,24 @@ class TestValues:
     ])
     def test_mock_mode_values(self, platform, path, expected):
         assert value_at(render.hami_values(platform.tenants[0]), path) == expected
+
+    def test_scheduler_replicas_from_config(self, dev_config):
+        """The chart renders `scheduler.replicas` only with leaderElect (HAMi 2.10.0
+        charts/hami/templates/scheduler/deployment.yaml), so both are set."""
+        dev_config["tenants"][0]["hami"]["schedulerReplicas"] = 1
+        values = render.hami_values(parse_config(dev_config).tenants[0])
+        assert value_at(values, "scheduler.replicas") == 1
+        assert value_at(values, "scheduler.leaderElect") is True
+        dev_config["tenants"][0]["hami"]["schedulerReplicas"] = 4
+        with pytest.raises(ConfigError, match=r"tenants\[0\]\.hami\.schedulerReplicas"):
+            parse_config(dev_config)
+
+    def test_every_namespace_the_platform_runs_pods_in_is_outside_the_webhook(self, platform):
+        values = render.hami_values(platform.tenants[0])
+        excluded = value_at(values, "scheduler.admissionWebhook.whitelistNamespaces")
+        agent_namespaces = {o["metadata"]["namespace"] for o in render.capacity_agent_objects({"n": 10})
+                            if "namespace" in o["metadata"]}
+        assert agent_namespaces | {render.HAMI_NAMESPACE} <= set(excluded)
 
     def test_scheduler_tag_follows_the_tenant_version(self, dev_config):
         dev_config["tenants"][0]["kubernetesVersion"] = "v1.34.2"
@@ -127,30 +152,66 @@ class TestCapacityAgent:
             {"op": "add", "path": "/status/capacity/nvidia.com~1gpu", "value": "20"},
             {"op": "add", "path": "/status/allocatable/nvidia.com~1gpu", "value": "20"}]
 
-    def test_rbac_is_limited_to_the_gpu_nodes(self):
-        role = next(o for o in render.capacity_agent_objects({"n1": 10}) if o["kind"] == "ClusterRole")
-        assert {tuple(r["resources"]): r["resourceNames"] for r in role["rules"]} == {
-            ("nodes",): ["n1"], ("nodes/status",): ["n1"]}
-        assert role["rules"][1]["verbs"] == ["patch"]
+    def test_rbac_allows_exactly_what_kubectl_patch_subresource_status_does(self):
+        """`kubectl patch node N --subresource=status` GETs then PATCHes nodes/N/status
+        (k8s.io/cli-runtime v0.35 pkg/resource/builder.go requireObject and visitor.go
+        Info.Get with the subresource; k8s.io/kubectl v0.35 pkg/cmd/patch/patch.go)."""
+        role = next(o for o in render.capacity_agent_objects({"n1": 10, "n2": 10})
+                    if o["kind"] == "ClusterRole")
+        job = next(o for o in render.capacity_agent_objects({"n1": 10}) if o["kind"] == "CronJob")
+        node = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["command"][3]
+        for verb in ("get", "patch"):
+            assert rbac_allows(role["rules"], verb, "nodes", "status", node), verb
+
+    @pytest.mark.parametrize(("verb", "resource", "subresource", "name"), [
+        ("patch", "nodes", "status", "other-node"),   # only the GPU nodes
+        ("get", "nodes", "", "n1"),                   # the node object itself is not needed
+        ("patch", "nodes", "", "n1"),                 # nor writable: labels, taints stay safe
+        ("update", "nodes", "status", "n1"),
+        ("list", "nodes", "", ""),
+        ("delete", "nodes", "", "n1"),
+    ])
+    def test_rbac_allows_nothing_else(self, verb, resource, subresource, name):
+        role = next(o for o in render.capacity_agent_objects({"n1": 10, "n2": 10})
+                    if o["kind"] == "ClusterRole")
+        assert not rbac_allows(role["rules"], verb, resource, subresource, name)
 
 
 class TestQuotas:
-    def test_quota_uses_hamis_keys_and_creates_missing_namespaces(self, dev_config):
+    def test_quota_uses_enforced_keys_and_creates_missing_namespaces(self, dev_config):
         dev_config["tenants"][0]["gpuQuotas"] = {
-            "team-a": {"limits.nvidia.com/gpu": 2, "limits.nvidia.com/gpumem": 40000},
+            "team-a": {"requests.nvidia.com/gpu": 2, "limits.nvidia.com/gpumem": 40000,
+                       "limits.nvidia.com/gpucores": 60},
             "default": {"limits.nvidia.com/gpumem": 20000}}
         objects = render.quota_objects(parse_config(dev_config).tenants[0])
         assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
             ("ResourceQuota", "hami-gpu-quota"), ("Namespace", "team-a"), ("ResourceQuota", "hami-gpu-quota")]
-        assert objects[2]["spec"]["hard"] == {"limits.nvidia.com/gpu": "2",
-                                              "limits.nvidia.com/gpumem": "40000"}
+        assert objects[2]["spec"]["hard"] == {"limits.nvidia.com/gpucores": "60",
+                                              "limits.nvidia.com/gpumem": "40000",
+                                              "requests.nvidia.com/gpu": "2"}
 
-    @pytest.mark.parametrize("key", ["requests.nvidia.com/gpu", "limits.nvidia.com/gpucores", "gpu"])
+    def test_hami_keys_are_the_ones_its_quota_manager_tracks(self, platform):
+        """HAMi 2.10.0 pkg/device/quota.go managedQuotaName: a key counts only as
+        `limits.` + the device's memory or core resource name (IsManagedQuota)."""
+        hami_managed = {f"limits.{name}" for name in (GPU_MEMORY_RESOURCE, GPU_CORES_RESOURCE)}
+        kubernetes_counted = {f"requests.{GPU_RESOURCE}"}
+        assert set(QUOTA_KEYS) == hami_managed | kubernetes_counted
+
+    def test_limits_gpu_is_refused_naming_the_key_that_works(self, dev_config):
+        dev_config["tenants"][0]["gpuQuotas"] = {"team-a": {"limits.nvidia.com/gpu": 1}}
+        with pytest.raises(ConfigError) as caught:
+            parse_config(dev_config)
+        (problem,) = caught.value.problems
+        assert problem.startswith("tenants[0].gpuQuotas.team-a.limits.nvidia.com/gpu:")
+        assert "enforced by nobody" in problem and "use requests.nvidia.com/gpu" in problem
+
+    @pytest.mark.parametrize("key", ["requests.nvidia.com/gpumem", "limits.nvidia.com/gpumem-percentage",
+                                     "gpu"])
     def test_other_keys_are_refused_with_their_path(self, dev_config, key):
         dev_config["tenants"][0]["gpuQuotas"] = {"team-a": {key: 1}}
         with pytest.raises(ConfigError) as caught:
             parse_config(dev_config)
-        assert any(p.startswith(f"tenants[0].gpuQuotas.team-a.{key}:") and "HAMi enforces" in p
+        assert any(p.startswith(f"tenants[0].gpuQuotas.team-a.{key}:") and "allowed:" in p
                    for p in caught.value.problems)
 
     def test_bad_namespace_name_is_refused(self, dev_config):

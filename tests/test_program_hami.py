@@ -89,8 +89,8 @@ def test_real_gpu_mode_labels_without_mock_registration(dev_config):
 
 
 def test_quotas_are_created_in_the_tenant(dev_config):
-    dev_config["tenants"][0]["gpuQuotas"] = {"ml": {"limits.nvidia.com/gpu": 1}}
+    dev_config["tenants"][0]["gpuQuotas"] = {"ml": {"requests.nvidia.com/gpu": 1}}
     program = run_program(dev_config)
     quota = program.named("tenant-a-gpus-quota-resourcequota-ml-hami-gpu-quota")
-    assert quota.inputs["spec"]["hard"] == {"limits.nvidia.com/gpu": "1"}
+    assert quota.inputs["spec"]["hard"] == {"requests.nvidia.com/gpu": "1"}
     assert quota.provider.startswith(program.named("tenant-a-k8s").urn + "::")

@@ -32,6 +32,18 @@ class TestKindnet:
         assert ds["spec"]["template"]["spec"]["hostNetwork"] is True
         assert ds["spec"]["template"]["spec"]["serviceAccountName"] == "kindnet"
 
+    def test_runs_what_the_node_image_preloads_as_a_critical_pod_without_memory_limit(self, tenant):
+        """kind v0.31.0 builds kindest/node:v1.35.0 with this kindnetd preloaded
+        (pkg/build/nodeimage/const_cni.go): no pull per worker. The memory limit was
+        dropped upstream after kubernetes-sigs/kind#4215 (kindnetd OOM-killed)."""
+        ds = by_kind(tenant_addons.kindnet_objects(tenant, ENDPOINT))["DaemonSet"]
+        pod = ds["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        assert container["image"] == "docker.io/kindest/kindnetd:v20251212-v0.29.0-alpha-105-g20ccfc88"
+        assert "memory" not in container["resources"].get("limits", {})
+        assert container["resources"]["requests"]["memory"]
+        assert pod["priorityClassName"] == "system-node-critical"
+
     def test_rbac_lets_kindnet_watch_nodes_and_enforce_policies(self, tenant):
         objects = by_kind(tenant_addons.kindnet_objects(tenant, ENDPOINT))
         rules = objects["ClusterRole"]["rules"]
