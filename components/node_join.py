@@ -27,6 +27,8 @@ JOINED_KUBELET_CONFIG = "/etc/kubernetes/kubelet.conf"
 NODE_CA_CERT = "/etc/kubernetes/pki/ca.crt"
 PLATFORM_LABEL = "io.kamaji-hami-platform/cluster"
 TENANT_LABEL = "io.kamaji-hami-platform/tenant"
+# `docker inspect --format` of the owning cluster's label, shell-quoted.
+OWNER_FORMAT = shlex.quote(f'{{{{ index .Config.Labels "{PLATFORM_LABEL}" }}}}')
 # Bootstrap tokens look like abcdef.0123456789abcdef; discovery hashes like sha256:<64 hex>.
 REDACT_SED = (r"sed -E 's/[a-z0-9]{6}\.[a-z0-9]{16}/<redacted-token>/g; "
               r"s/sha256:[a-f0-9]{64}/sha256:<redacted>/g'")
@@ -85,6 +87,7 @@ def create_script(worker: Worker) -> str:
     tenant's: the TCP was recreated) is reset with `kubeadm reset -f` and joined again.
     """
     name = shlex.quote(worker.name)
+    cluster = shlex.quote(worker.management.name)
     inner = shlex.quote(_inner_join_script(worker.name))
     return f"""set -eu
 name={name}
@@ -93,13 +96,21 @@ fail() {{
   docker rm -f -v "$name" >/dev/null 2>&1 || true
   exit 1
 }}
-if ! docker inspect "$name" >/dev/null 2>&1; then
+if docker inspect "$name" >/dev/null 2>&1; then
+  # Never adopt (or, on failure, remove) a container another stack's kind cluster owns.
+  owner=$(docker inspect --format {OWNER_FORMAT} "$name" 2>/dev/null || true)
+  if [ "$owner" != {cluster} ]; then
+    echo "worker $name: a container of that name belongs to kind cluster '$owner'," \\
+      "not {worker.management.name}; two stacks on one host need different tenant names" >&2
+    exit 1
+  fi
+else
   docker run -d --name "$name" --hostname "$name" \\
     --network {shlex.quote(worker.management.docker_network)} \\
     --privileged --security-opt seccomp=unconfined --security-opt apparmor=unconfined \\
     --tty --init=false --cgroupns=private \\
     --tmpfs /tmp --tmpfs /run --volume /var --volume /lib/modules:/lib/modules:ro \\
-    --label {PLATFORM_LABEL}={shlex.quote(worker.management.name)} \\
+    --label {PLATFORM_LABEL}={cluster} \\
     --label {TENANT_LABEL}={shlex.quote(worker.tenant.name)} \\
     --restart on-failure:1 {shlex.quote(worker.image)} >/dev/null || fail "docker run failed"
 fi
@@ -138,9 +149,16 @@ def delete_script(worker: Worker) -> str:
         f"kubectl --kubeconfig {kc} drain {worker.name} --ignore-daemonsets --delete-emptydir-data "
         f"--force --timeout=60s >/dev/null 2>&1; "
         f"kubectl --kubeconfig {kc} delete node {worker.name} --ignore-not-found --timeout=30s")
+    cluster = shlex.quote(worker.management.name)
     return f"""set -u
 name={name}
 if docker inspect "$name" >/dev/null 2>&1; then
+  owner=$(docker inspect --format {OWNER_FORMAT} "$name" 2>/dev/null || true)
+  if [ "$owner" != {cluster} ]; then
+    echo "warning: container $name belongs to kind cluster '$owner'," \\
+      "not {worker.management.name}: left alone" >&2
+    exit 0
+  fi
   if printf '%s' "${KUBECONFIG_ENV}" | docker exec -i "$name" sh -c 'umask 077; cat > {kc}' \\
       && docker exec "$name" bash -c {inner} >/dev/null 2>&1; then
     echo "node $name removed from tenant {worker.tenant.name}"

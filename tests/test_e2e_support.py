@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 from components.config import parse_config
+from tests.e2e import conftest as e2e_conftest
 from tests.e2e import support
 from tests.e2e.test_lifecycle import lifecycle_config
 
@@ -18,14 +22,75 @@ def test_parse_allocation_annotation():
     assert [[a.card for a in c] for c in support.parse_allocation(two)] == [["GPU-a", "GPU-b"], ["GPU-c"]]
 
 
-def test_metric_values_select_by_name_and_card():
-    text = ('# HELP x\n'
-            'hami_gpu_memory_allocated_bytes{deviceuuid="GPU-a",nodeid="n"} 6.291456e+10\n'
-            'hami_gpu_memory_allocated_bytes{deviceuuid="GPU-b",nodeid="n"} 0\n'
-            'hami_gpu_core_allocated_ratio{deviceuuid="GPU-a"} 0.9\n')
-    assert support.metric_values(text, "memory_allocated", "GPU-a") == [
-        ("hami_gpu_memory_allocated_bytes", 62914560000.0)]
-    assert support.metric_values(text, "core_allocated", "GPU-a") == [("hami_gpu_core_allocated_ratio", 0.9)]
+# Sample lines as HAMi v2.10.0 writes them (cmd/scheduler/metrics.go): labels node, device_uuid,
+# device_index, device_cores, device_type, plus the constant zone="vGPU"; memory in bytes, cores as
+# the raw percentage.
+HAMI_METRICS = (
+    '# HELP hami_gpu_memory_allocated_bytes GPU device memory allocated\n'
+    '# TYPE hami_gpu_memory_allocated_bytes gauge\n'
+    'hami_gpu_memory_allocated_bytes{device_cores="100",device_index="0",device_type="NVIDIA A100-SXM4-80GB",'
+    'device_uuid="GPU-a",node="tenant-a-worker-0",zone="vGPU"} 6.291456e+10\n'
+    'hami_gpu_memory_allocated_bytes{device_cores="100",device_index="1",device_type="NVIDIA A100-SXM4-80GB",'
+    'device_uuid="GPU-a2",node="tenant-a-worker-0",zone="vGPU"} 0\n'
+    'hami_gpu_core_allocated_ratio{device_index="0",device_type="NVIDIA A100-SXM4-80GB",'
+    'device_uuid="GPU-a",node="tenant-a-worker-0",zone="vGPU"} 90\n'
+    'hami_vgpu_memory_allocated_bytes{container_index="0",device_uuid="GPU-a",namespace="e2e-hami",'
+    'node="tenant-a-worker-0",pod="share-1",zone="vGPU"} 2.097152e+10\n'
+)
+
+
+def test_card_totals_read_hami_2_10_metrics_exactly():
+    assert support.card_totals(HAMI_METRICS, "GPU-a") == (60000.0, 90.0)
+    # GPU-a2's label contains GPU-a: only an exact device_uuid counts.
+    assert support.card_totals(HAMI_METRICS, "GPU-a2") == (0.0, None)
+    assert support.card_totals(HAMI_METRICS, "GPU-zzz") == (None, None)
+
+
+def test_legacy_labels_are_not_mistaken_for_a_card():
+    legacy = 'hami_gpu_memory_allocated_bytes{deviceuuid="GPU-a",nodeid="n"} 6.291456e+10\n'
+    assert support.card_totals(legacy, "GPU-a") == (None, None)
+
+
+def test_node_lock_holder_and_age():
+    lock = support.parse_node_lock("2026-12-02T10:00:00Z,e2e-hami,share-3")
+    assert lock == support.NodeLock("2026-12-02T10:00:00Z", "e2e-hami", "share-3")
+    now = support.datetime(2026, 12, 2, 10, 0, 42, tzinfo=support.UTC)
+    assert support.lock_age_seconds(lock, now) == 42
+    assert support.parse_node_lock(None) is None
+    assert support.parse_node_lock("garbage") is None
+
+
+def test_reads_are_not_changes():
+    """Every `Secret.get` is a read on every preview; the engine's no-change ops are ignored."""
+    summary = {"same": 40, "read": 2, "read-replacement": 0, "discard": 1}
+    assert support.planned_changes(summary) == {}
+    assert support.planned_changes({**summary, "update": 1, "create": 0}) == {"update": 1}
+
+
+def test_leftovers_compare_every_kind_of_host_object():
+    before = support.HostSnapshot(frozenset({"dev-w"}), frozenset({"v1"}), frozenset({"kind"}),
+                                  frozenset({"kamaji"}))
+    after = support.HostSnapshot(frozenset({"dev-w", "e2e1-a-worker-0"}), frozenset({"v1", "abc"}),
+                                 frozenset({"kind"}), frozenset({"kamaji", "e2e1"}))
+    assert support.leftovers(before, after) == [
+        "container e2e1-a-worker-0", "volume abc", "kind cluster e2e1"]
+    assert support.leftovers(after, after) == []
+
+
+def test_pods_match_planned_cards_by_what_hami_recorded_in_any_order(dev_config):
+    dev_config["tenants"][0]["gpus"]["perWorker"] = 2
+    dev_config["tenants"][0]["hami"]["gpuSchedulerPolicy"] = "spread"
+    platform = parse_config(dev_config)
+    expected = support.expect(platform, platform.tenants[0], {"nvidia.com/gpumem": 20000}, 2)
+    planned = support.planned_cards(expected.placed)
+    assert len({cards for _, cards in planned}) == 2, "spread puts the two pods on two cards"
+    annotations = [{"hami.io/vgpu-node": node, "hami.io/vgpu-devices-allocated":
+                    "".join(f"{card},NVIDIA,20000,0:" for card in cards) + ";"}
+                   for node, cards in reversed(planned)]
+    assert support.recorded_cards(annotations) == planned
+    swapped = [dict(a) for a in annotations]
+    swapped[0]["hami.io/vgpu-devices-allocated"] = annotations[1]["hami.io/vgpu-devices-allocated"]
+    assert support.recorded_cards(swapped) != planned
 
 
 def test_probe_results_and_reason_code():
@@ -57,14 +122,73 @@ def test_wait_for_names_what_it_waited_for_and_shows_evidence():
         support.wait_for("the moon", lambda: None, timeout=0.01, interval=0.001, evidence=lambda: "none")
 
 
-def test_lifecycle_stack_gets_its_own_cluster_name(monkeypatch):
+def test_lifecycle_stack_gets_its_own_cluster_and_tenant_names(monkeypatch, dev_config):
     monkeypatch.setenv("E2E_METALLB_RANGE", "172.18.254.10-172.18.254.20")
     config = lifecycle_config("e2e123")
     management = config["kamaji-hami-platform:management"]
     assert management["name"] == "e2e123"
     assert management["metallbAddressRange"] == "172.18.254.10-172.18.254.20"
+    names = [t["name"] for t in config["kamaji-hami-platform:tenants"]]
+    dev_names = [t["name"] for t in dev_config["tenants"]]
+    assert not set(names) & set(dev_names), "worker containers are named after tenants"
+    raw = {key.split(":", 1)[1]: value for key, value in config.items()}
+    assert [t.name for t in parse_config(raw).tenants] == names
+
+
+class TestStackAccess:
+    """Skip only without a stack; fail when one exists but cannot be read."""
+
+    @pytest.fixture(autouse=True)
+    def prerequisites_present(self, monkeypatch):
+        monkeypatch.setattr(e2e_conftest, "missing_prerequisite", lambda: None)
+        monkeypatch.delenv(e2e_conftest.REQUIRE_STACK, raising=False)
+
+    @staticmethod
+    def raising(error):
+        def connect(name):
+            raise error
+        return connect
+
+    def test_a_missing_stack_skips_with_its_reason(self):
+        from pulumi import automation as auto
+
+        with pytest.raises(pytest.skip.Exception, match="'dev' does not exist"):
+            e2e_conftest.open_live_stack("dev", self.raising(auto.StackNotFoundError(
+                auto.CommandResult("", "no stack named 'dev' found", 255))))
+
+    def test_a_missing_stack_fails_when_the_run_requires_one(self, monkeypatch):
+        from pulumi import automation as auto
+
+        monkeypatch.setenv(e2e_conftest.REQUIRE_STACK, "1")
+        with pytest.raises(pytest.fail.Exception, match="E2E_REQUIRE_STACK=1 but stack 'dev' does not exist"):
+            e2e_conftest.open_live_stack("dev", self.raising(auto.StackNotFoundError(
+                auto.CommandResult("", "no stack", 255))))
+
+    def test_missing_tools_fail_when_the_run_requires_a_stack(self, monkeypatch):
+        monkeypatch.setattr(e2e_conftest, "missing_prerequisite", lambda: "kind is not installed")
+        monkeypatch.setenv(e2e_conftest.REQUIRE_STACK, "1")
+        with pytest.raises(pytest.fail.Exception, match="kind is not installed"):
+            e2e_conftest.open_live_stack("dev")
+
+    def test_an_unreadable_stack_fails_with_the_errors_text_not_a_skip(self):
+        error = RuntimeError("\n\nerror: incorrect passphrase")
+        with pytest.raises(pytest.fail.Exception, match="could not be read: RuntimeError: error: incorrect"):
+            e2e_conftest.open_live_stack("dev", self.raising(error))
 
 
 def test_missing_prerequisite_names_the_missing_tool(monkeypatch):
     monkeypatch.setattr(support.shutil, "which", lambda tool: None)
     assert "Pulumi CLI" in support.missing_prerequisite()
+
+
+def test_probe_tells_open_refused_and_timed_out_apart(tmp_path):
+    """The probe's script, run here with a stand-in `nc`: a reset answers at once, a dropped
+    packet (what a NetworkPolicy does) waits out the connect timeout."""
+    (tmp_path / "nc").write_text('#!/bin/sh\ncase "$4" in 10.0.0.1) exit 0;; 10.0.0.2) exit 1;; '
+                                 '*) sleep 3; exit 1;; esac\n')
+    (tmp_path / "nc").chmod(0o755)
+    pod = support.probe_pod("p", {"a": "10.0.0.1", "b": "10.0.0.2", "c": "10.0.0.3"}, 6443)
+    script = pod["spec"]["containers"][0]["command"][-1]
+    result = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, timeout=30,
+                            env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}, check=False)
+    assert support.probe_results(result.stdout) == {"a": "open", "b": "closed:refused", "c": "closed:timeout"}

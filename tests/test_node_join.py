@@ -81,6 +81,32 @@ class TestCreate:
         assert "swapoff" not in script, "never turn off the host's swap"
 
 
+class TestOtherStacksContainers:
+    """Two stacks on one host whose tenants share a name must not adopt or delete each other's
+    workers (the lifecycle run beside the dev stack)."""
+
+    @pytest.fixture
+    def foreign(self, worker, tmp_path):
+        other = node_join.Worker(worker.tenant, 0, ManagementConfig(name="other-stack"))
+        assert run(node_join.create_script(other), tmp_path).returncode == 0
+        return tmp_path
+
+    def test_create_refuses_a_container_of_another_cluster_and_leaves_it(self, worker, foreign):
+        result = run(node_join.create_script(worker), foreign)
+        assert result.returncode == 1
+        assert "belongs to kind cluster 'other-stack'" in result.stderr
+        assert (foreign / "containers" / "tenant-a-worker-0").exists()
+        assert not any(c.startswith("rm") for c in calls(foreign))
+
+    def test_delete_leaves_a_container_of_another_cluster_alone(self, worker, foreign):
+        before = len(calls(foreign))
+        result = run(node_join.delete_script(worker), foreign)
+        assert result.returncode == 0
+        assert "left alone" in result.stderr
+        assert (foreign / "containers" / "tenant-a-worker-0").exists()
+        assert [c.split()[0] for c in calls(foreign)[before:]] == ["inspect", "inspect"]
+
+
 def kubeconfig_with_ca(pem: str) -> str:
     data = base64.b64encode(pem.encode()).decode()
     return ("apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n"

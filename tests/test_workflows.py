@@ -108,3 +108,7 @@ def test_e2e_workflow_installs_the_pinned_kind():
     from components.versions import KIND_CLI_VERSION
 
     assert load("e2e.yml")["jobs"]["e2e"]["env"]["KIND_VERSION"] == KIND_CLI_VERSION
+
+
+def test_e2e_workflow_requires_a_stack_so_it_never_passes_with_everything_skipped():
+    assert load("e2e.yml")["jobs"]["e2e"]["env"]["E2E_REQUIRE_STACK"] == "1"

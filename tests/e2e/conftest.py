@@ -1,23 +1,28 @@
 """Live stack access for the acceptance suite.
 
-Without Docker, kind, the Pulumi CLI or a deployed stack, every case skips
-with one reason; nothing here errors or passes without a cluster.
+Skips only when there is no stack to test (no Pulumi CLI, no Docker or kind, or the
+stack does not exist), with that reason; `E2E_REQUIRE_STACK=1` (the nightly workflow,
+the lifecycle run) turns even that into a failure. A stack that exists but cannot be
+read (wrong passphrase, bad kubeconfig, never deployed) is a failure with the error's
+text, never a skip: a green run means something was tested.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 import yaml
 
 from components.config import PlatformConfig, TenantConfig
 from components.gpu import load_stack
-from tests.e2e.support import ROOT, backend_env, missing_prerequisite
+from tests.e2e.support import ROOT, backend_env, error_text, missing_prerequisite
 
 STACK = os.environ.get("E2E_STACK", "dev")
+REQUIRE_STACK = "E2E_REQUIRE_STACK"
 
 
 @dataclass
@@ -32,6 +37,10 @@ class LiveStack:
 
     def tenant(self, name: str) -> TenantConfig:
         return next(t for t in self.platform.tenants if t.name == name)
+
+    def gpu_cards(self, tenant: str) -> dict[str, list[str]]:
+        """node -> card ids, as the deployed stack registered them (its `gpuCards` output)."""
+        return self.outputs["tenants"][tenant]["gpuCards"]
 
 
 def _client(kubeconfig: str) -> Any:
@@ -48,7 +57,7 @@ def connect(stack_name: str) -> LiveStack:
                               opts=auto.LocalWorkspaceOptions(env_vars=backend_env()))
     outputs = {key: value.value for key, value in stack.outputs().items()}
     if "tenants" not in outputs or "tenantKubeconfigs" not in outputs:
-        raise LookupError(f"stack {stack_name} has no tenant outputs yet: run `make up`")
+        raise LookupError(f"stack {stack_name} exists but has no tenant outputs: run `make up`")
     return LiveStack(
         name=stack_name,
         platform=load_stack(stack_name),
@@ -58,13 +67,28 @@ def connect(stack_name: str) -> LiveStack:
     )
 
 
-@pytest.fixture(scope="session")
-def live() -> LiveStack:
+def no_stack(reason: str) -> NoReturn:
+    """Skip for want of a stack, or fail when the run requires one."""
+    if os.environ.get(REQUIRE_STACK) == "1":
+        pytest.fail(f"{REQUIRE_STACK}=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def open_live_stack(name: str, connect_to: Callable[[str], LiveStack] = connect) -> LiveStack:
+    """The stack to test, or a skip (no stack) or a failure (a stack that cannot be read)."""
+    from pulumi import automation as auto
+
     reason = missing_prerequisite()
     if reason:
-        pytest.skip(f"no live stack reachable: {reason}")
+        no_stack(f"no live stack reachable: {reason}")
     try:
-        return connect(STACK)
+        return connect_to(name)
+    except auto.StackNotFoundError:
+        no_stack(f"stack {name!r} does not exist: run `make up` (or set E2E_STACK)")
     except Exception as error:
-        pytest.skip(f"no live stack reachable: stack {STACK!r} could not be read "
-                    f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})")
+        pytest.fail(f"stack {name!r} exists but could not be read: {error_text(error)}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def live() -> LiveStack:
+    return open_live_stack(STACK)

@@ -13,6 +13,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,8 +23,18 @@ from components.gpu import GpuRequest, Placement, plan_tenant
 
 ROOT = Path(__file__).resolve().parents[2]
 ALLOCATED_ANNOTATION = "hami.io/vgpu-devices-allocated"
+VGPU_NODE_ANNOTATION = "hami.io/vgpu-node"
+# HAMi v2.10.0 pkg/util/nodelock/nodelock.go: `<RFC3339 time>,<namespace>,<pod>` on the node.
+NODE_LOCK_ANNOTATION = "hami.io/mutex.lock"
 FILTERING_FAILED = "FilteringFailed"
 PROBE_IMAGE = versions.E2E_PROBE_IMAGE
+# Every Kubernetes API call of the suite gives up after this many seconds, every
+# subprocess after SUBPROCESS_TIMEOUT: a hung API server fails a case, it never hangs it.
+REQUEST_TIMEOUT = 30
+SUBPROCESS_TIMEOUT = 120
+# The engine's step kinds that change nothing (pulumi/pulumi pkg/resource/deploy/step.go):
+# a `Secret.get` is a `read` on every preview; `discard`/`discard-replaced` drop read resources.
+NO_CHANGE_OPS = frozenset({"same", "read", "read-replacement", "discard", "discard-replaced"})
 T = TypeVar("T")
 
 
@@ -44,7 +55,8 @@ def missing_prerequisite() -> str | None:
         return "the Pulumi CLI is not installed (https://www.pulumi.com/docs/iac/download-install/)"
     if shutil.which("docker") is None:
         return "docker is not installed"
-    if subprocess.run(["docker", "info"], capture_output=True, check=False).returncode != 0:
+    if subprocess.run(["docker", "info"], capture_output=True, check=False,
+                      timeout=SUBPROCESS_TIMEOUT).returncode != 0:
         return "the Docker daemon is not reachable"
     if shutil.which("kind") is None:
         return "kind is not installed"
@@ -75,21 +87,106 @@ def parse_allocation(value: str) -> list[list[Allocation]]:
 
 
 _METRIC = re.compile(r'^(?P<name>[a-zA-Z_:][\w:]*)\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)$')
+_LABEL = re.compile(r'(?P<key>[a-zA-Z_]\w*)="(?P<value>(?:[^"\\]|\\.)*)"')
+# HAMi v2.10.0 cmd/scheduler/metrics.go: per card, memory in bytes (MiB x 2^20) and
+# cores as the raw percentage (0-100, despite the `_ratio` name), labelled device_uuid.
+CARD_MEMORY_METRIC = "hami_gpu_memory_allocated_bytes"
+CARD_CORES_METRIC = "hami_gpu_core_allocated_ratio"
+CARD_LABEL = "device_uuid"
+MIB = 2**20
 
 
-def metric_values(text: str, name_fragment: str, card: str) -> list[tuple[str, float]]:
-    """(name, value) of Prometheus samples named like the fragment whose labels name the card."""
-    found = []
+def metric_value(text: str, name: str, card: str) -> float | None:
+    """The sample of metric `name` whose `device_uuid` label is exactly `card`, if any."""
     for line in text.splitlines():
         match = _METRIC.match(line.strip())
-        if match and name_fragment in match["name"] and card in match["labels"]:
-            found.append((match["name"], float(match["value"])))
-    return found
+        if match and match["name"] == name:
+            labels = {m["key"]: m["value"] for m in _LABEL.finditer(match["labels"])}
+            if labels.get(CARD_LABEL) == card:
+                return float(match["value"])
+    return None
+
+
+def card_totals(text: str, card: str) -> tuple[float | None, float | None]:
+    """(MiB, cores %) HAMi's scheduler reports as allocated on one card."""
+    memory = metric_value(text, CARD_MEMORY_METRIC, card)
+    return (None if memory is None else memory / MIB), metric_value(text, CARD_CORES_METRIC, card)
 
 
 def probe_results(log: str) -> dict[str, str]:
-    """`own=open` lines of a probe pod's log -> {"own": "open"}."""
+    """`own=open` / `other=closed:timeout` lines of a probe pod's log -> {"own": "open", ...}."""
     return dict(line.strip().split("=", 1) for line in log.splitlines() if "=" in line)
+
+
+@dataclass(frozen=True)
+class NodeLock:
+    """HAMi's node lock: who took it, and when."""
+
+    time: str
+    namespace: str
+    pod: str
+
+
+def parse_node_lock(value: str | None) -> NodeLock | None:
+    """`hami.io/mutex.lock` -> its holder; None without a lock (or one in an unknown format)."""
+    parts = (value or "").split(",")
+    return NodeLock(*parts) if len(parts) == 3 and all(parts) else None
+
+
+# HAMi v2.10.0 cmd/scheduler/main.go: --node-lock-timeout defaults to 5m.
+HAMI_DEFAULT_LOCK_EXPIRY = 300
+
+
+def lock_age_seconds(lock: NodeLock, now: datetime | None = None) -> float:
+    """How old a node lock is (its time is RFC 3339, written by the scheduler)."""
+    taken = datetime.fromisoformat(lock.time.replace("Z", "+00:00"))
+    return ((now or datetime.now(UTC)) - taken).total_seconds()
+
+
+def planned_changes(change_summary: dict[str, int]) -> dict[str, int]:
+    """The operations of a preview that would change something (reads are not changes)."""
+    return {str(op): count for op, count in change_summary.items()
+            if count and str(getattr(op, "value", op)) not in NO_CHANGE_OPS}
+
+
+@dataclass(frozen=True)
+class HostSnapshot:
+    """What exists on the Docker host: the things a platform creates outside Kubernetes."""
+
+    containers: frozenset[str]
+    volumes: frozenset[str]
+    networks: frozenset[str]
+    kind_clusters: frozenset[str]
+
+
+def leftovers(before: HostSnapshot, after: HostSnapshot) -> list[str]:
+    """Everything that exists after but not before, by kind, sorted."""
+    found = []
+    for kind in ("containers", "volumes", "networks", "kind_clusters"):
+        found += [f"{kind[:-1].replace('_', ' ')} {name}"
+                  for name in sorted(getattr(after, kind) - getattr(before, kind))]
+    return found
+
+
+def host_snapshot() -> HostSnapshot:
+    """Containers, volumes, networks and kind clusters on this Docker host right now."""
+    def lines(*command: str) -> frozenset[str]:
+        result = subprocess.run(command, capture_output=True, text=True, check=True,
+                                timeout=SUBPROCESS_TIMEOUT)
+        return frozenset(result.stdout.split())
+
+    return HostSnapshot(
+        containers=lines("docker", "ps", "-a", "--format", "{{.Names}}"),
+        volumes=lines("docker", "volume", "ls", "-q"),
+        networks=lines("docker", "network", "ls", "--format", "{{.Name}}"),
+        kind_clusters=lines("kind", "get", "clusters"),
+    )
+
+
+def error_text(error: BaseException) -> str:
+    """An exception's message without the blank lines Automation API errors start with."""
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def reason_code(reason: str) -> str:
@@ -110,6 +207,21 @@ class Expected:
     @property
     def refused(self) -> list[Placement]:
         return [p for p in self.placements if not p.ok]
+
+
+def planned_cards(placements: list[Placement]) -> list[tuple[str, tuple[str, ...]]]:
+    """(node, cards) of each placed pod, sorted: what HAMi must record, in any pod order."""
+    return sorted((p.node or "", tuple(p.device_ids)) for p in placements if p.ok)
+
+
+def recorded_cards(annotations: list[dict[str, str]]) -> list[tuple[str, tuple[str, ...]]]:
+    """(node, cards) HAMi recorded on each pod (`hami.io/vgpu-node`, first container's cards), sorted."""
+    recorded = []
+    for pod in annotations:
+        containers = parse_allocation(pod.get(ALLOCATED_ANNOTATION, ""))
+        cards = tuple(a.card for a in containers[0]) if containers else ()
+        recorded.append((pod.get(VGPU_NODE_ANNOTATION, ""), cards))
+    return sorted(recorded)
 
 
 def expect(platform: PlatformConfig, tenant: TenantConfig, limits: dict[str, int], count: int) -> Expected:
@@ -146,12 +258,19 @@ def gpu_pod(name: str, limits: dict[str, int], scheduler_name: str | None = None
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
 
 
+PROBE_CONNECT_TIMEOUT = 3
+
+
 def probe_pod(name: str, targets: dict[str, str], port: int) -> dict[str, Any]:
-    """Tries a TCP connection to each target address and prints `<label>=open|closed`."""
+    """Tries a TCP connection to each target address and prints `<label>=open`, or
+    `<label>=closed:refused` (answered at once: a reset) or `<label>=closed:timeout` (dropped:
+    what a NetworkPolicy does under kube-network-policies)."""
     pairs = " ".join(f"{label}={address}" for label, address in sorted(targets.items()))
-    script = (f"for target in {pairs}; do "
-              f"if nc -z -w 3 ${{target#*=}} {port}; then echo ${{target%%=*}}=open; "
-              f"else echo ${{target%%=*}}=closed; fi; done")
+    wait = PROBE_CONNECT_TIMEOUT
+    script = (f"for target in {pairs}; do start=$(date +%s); "
+              f"if nc -z -w {wait} ${{target#*=}} {port}; then echo ${{target%%=*}}=open; "
+              f"elif [ $(( $(date +%s) - start )) -ge {wait} ]; then echo ${{target%%=*}}=closed:timeout; "
+              f"else echo ${{target%%=*}}=closed:refused; fi; done")
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "labels": {"app": "isolation-probe"}},
             "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,

@@ -1,9 +1,10 @@
 """The full lifecycle on a throwaway stack: up, the cases, a no-op preview, destroy, nothing left.
 
 Runs only with E2E_LIFECYCLE=1 (`make e2e-lifecycle`): it creates and destroys a
-whole platform (20-40 minutes). It needs the dev stack to be down, or
-E2E_METALLB_RANGE set to a free range, because both would share the `kind`
-Docker network.
+whole platform (20-40 minutes). The stack gets its own kind cluster and its own
+tenant names (so its worker containers never share a name with another stack's);
+it still shares the `kind` Docker network, so with the dev stack up set
+E2E_METALLB_RANGE to a free range of it.
 """
 
 from __future__ import annotations
@@ -18,14 +19,26 @@ import pytest
 import yaml
 
 from components.config import PROJECT
-from components.node_join import PLATFORM_LABEL
-from tests.e2e.support import ROOT, Timer, backend_env, missing_prerequisite
+from tests.e2e.conftest import REQUIRE_STACK
+from tests.e2e.support import (
+    ROOT,
+    Timer,
+    backend_env,
+    host_snapshot,
+    leftovers,
+    missing_prerequisite,
+    planned_changes,
+)
 
 pytestmark = pytest.mark.e2e
 
+CASES_TIMEOUT = 45 * 60
+TENANT_NAME_LIMIT = 40
+
 
 def lifecycle_config(stack: str) -> dict[str, Any]:
-    """The dev stack's config with a cluster name of its own (and, if given, its own MetalLB range)."""
+    """The dev stack's config with a cluster and tenant names of its own (and, if given, its
+    own MetalLB range): nothing it creates on the host can collide with the dev stack's."""
     document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
     config = document["config"]
     management = dict(config.get(f"{PROJECT}:management") or {})
@@ -33,16 +46,11 @@ def lifecycle_config(stack: str) -> dict[str, Any]:
     if os.environ.get("E2E_METALLB_RANGE"):
         management["metallbAddressRange"] = os.environ["E2E_METALLB_RANGE"]
     config[f"{PROJECT}:management"] = management
+    tenants = [dict(t) for t in config[f"{PROJECT}:tenants"]]
+    for tenant in tenants:
+        tenant["name"] = f"{stack}-{tenant['name']}"[:TENANT_NAME_LIMIT]
+    config[f"{PROJECT}:tenants"] = tenants
     return config
-
-
-def leftovers(cluster: str) -> list[str]:
-    clusters = subprocess.run(["kind", "get", "clusters"], capture_output=True, text=True, check=True)
-    containers = subprocess.run(
-        ["docker", "ps", "-a", "--filter", f"label={PLATFORM_LABEL}={cluster}", "--format", "{{.Names}}"],
-        capture_output=True, text=True, check=True)
-    found = [f"kind cluster {cluster}"] if cluster in clusters.stdout.split() else []
-    return found + [f"container {name}" for name in containers.stdout.split()]
 
 
 def test_lifecycle_up_cases_noop_preview_destroy():
@@ -50,10 +58,11 @@ def test_lifecycle_up_cases_noop_preview_destroy():
         pytest.skip("the lifecycle test builds and destroys a whole platform: run `make e2e-lifecycle`")
     reason = missing_prerequisite()
     if reason:
-        pytest.skip(f"no live stack possible: {reason}")
+        pytest.fail(f"E2E_LIFECYCLE=1 but no live stack is possible: {reason}", pytrace=False)
     from pulumi import automation as auto
 
     name = os.environ.get("E2E_LIFECYCLE_STACK", f"e2e{int(time.time()) % 100000}")
+    before = host_snapshot()
     stack_file = ROOT / f"Pulumi.{name}.yaml"
     stack_file.write_text(yaml.safe_dump({"config": lifecycle_config(name)}, sort_keys=False))
     timer = Timer()
@@ -63,14 +72,16 @@ def test_lifecycle_up_cases_noop_preview_destroy():
         timer.phase("pulumi up", lambda: stack.up(on_output=print))
         cases = timer.phase("acceptance cases", lambda: subprocess.run(
             [sys.executable, "-m", "pytest", "-m", "e2e", "-rs", "tests/e2e/test_acceptance.py"],
-            cwd=ROOT, env={**os.environ, "E2E_STACK": name}, check=False))
+            cwd=ROOT, env={**os.environ, "E2E_STACK": name, REQUIRE_STACK: "1"}, check=False,
+            timeout=CASES_TIMEOUT))
         assert cases.returncode == 0, "acceptance cases failed on the fresh stack (output above)"
         preview = timer.phase("second preview", lambda: stack.preview(diff=True))
-        changes = {op: n for op, n in preview.change_summary.items() if op != "same" and n}
+        changes = planned_changes(preview.change_summary)
         assert changes == {}, f"a second preview plans changes: {changes}"
     finally:
         timer.phase("pulumi destroy", lambda: stack.destroy(on_output=print))
         stack.workspace.remove_stack(name)
         stack_file.unlink(missing_ok=True)
         print("[lifecycle] wall time per phase\n" + timer.report())
-    assert leftovers(name) == [], "destroy left things behind"
+    left = leftovers(before, host_snapshot())
+    assert left == [], f"destroy left things behind: {left}"
