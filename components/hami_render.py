@@ -64,7 +64,7 @@ def hami_values(tenant: TenantConfig) -> dict[str, Any]:
             # excluded namespaces, so while no scheduler pod serves, no pod can be
             # created there. System namespaces never depend on it, and a second
             # scheduler replica (leader-elected; the chart's Service follows the
-            # leader label) keeps it serving through a restart.
+            # leader label) takes over within the lease, a gap of seconds, not minutes.
             "admissionWebhook": {"failurePolicy": "Fail",
                                  "whitelistNamespaces": list(WEBHOOK_EXCLUDED_NAMESPACES)},
             "leaderElect": True,

@@ -163,7 +163,14 @@ def kamaji_values(management: ManagementConfig) -> dict[str, Any]:
     """Kamaji pinned by image tag; `resources: null` as the kind guide installs it."""
     return {
         "image": {"tag": versions.KAMAJI_IMAGE_TAG},
+        # null removes the chart's default limits, as the kind guide does (--set resources=null);
+        # pulumi-kubernetes keeps nulls in Release values since 4.30 (helm_release_test.go
+        # TestDecodeRelease_NullPreservedThroughWire), so a refresh does not diff on it.
         "resources": None,
+        # Kamaji reports every TenantControlPlane create to Clastix, dry runs included
+        # (26.8.2-edge internal/webhook/handlers/tcp_telemetry.go): the webhook wait's
+        # dry-run probes would be counted as clusters.
+        "telemetry": {"disabled": True},
         "kamaji-etcd": {"replicas": management.kamaji_etcd_replicas},
     }
 

@@ -10,6 +10,7 @@ filter that redacts bootstrap tokens and CA hashes.
 
 from __future__ import annotations
 
+import hashlib
 import shlex
 from dataclasses import dataclass
 
@@ -49,6 +50,36 @@ class Worker:
     @property
     def image(self) -> str:
         return versions.kind_node_image(self.tenant.kubernetes_version)
+
+
+def docker_run_args(worker: Worker) -> list[str]:
+    """The container specification: the flags kind itself starts a node with, our labels, the image."""
+    return [
+        "-d", "--name", worker.name, "--hostname", worker.name,
+        "--network", worker.management.docker_network,
+        "--privileged", "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
+        "--tty", "--init=false", "--cgroupns=private",
+        "--tmpfs", "/tmp", "--tmpfs", "/run", "--volume", "/var", "--volume", "/lib/modules:/lib/modules:ro",
+        "--label", f"{PLATFORM_LABEL}={worker.management.name}",
+        "--label", f"{TENANT_LABEL}={worker.tenant.name}",
+        "--restart", "on-failure:1", worker.image,
+    ]
+
+
+def container_spec_hash(worker: Worker) -> str:
+    """Changes exactly when the container would be started differently: a worker trigger, so a
+    changed specification replaces running workers (create alone is a no-op for a joined one)."""
+    return hashlib.sha256("\0".join(docker_run_args(worker)).encode()).hexdigest()[:16]
+
+
+def image_pull_script(image: str) -> str:
+    """Make the image available before any worker is replaced: a pull that fails (a version
+    without an image) fails before an old worker is deleted. A present image is not pulled
+    again (an air-gapped host that mirrored it keeps working)."""
+    quoted = shlex.quote(image)
+    return (f"set -eu\n"
+            f"if docker image inspect {quoted} >/dev/null 2>&1; then echo 'image {image} present'\n"
+            f"else docker pull {quoted}; fi\n")
 
 
 def _inner_join_script(node: str, kubeconfig: str = CONTAINER_KUBECONFIG) -> str:
@@ -105,14 +136,8 @@ if docker inspect "$name" >/dev/null 2>&1; then
     exit 1
   fi
 else
-  docker run -d --name "$name" --hostname "$name" \\
-    --network {shlex.quote(worker.management.docker_network)} \\
-    --privileged --security-opt seccomp=unconfined --security-opt apparmor=unconfined \\
-    --tty --init=false --cgroupns=private \\
-    --tmpfs /tmp --tmpfs /run --volume /var --volume /lib/modules:/lib/modules:ro \\
-    --label {PLATFORM_LABEL}={cluster} \\
-    --label {TENANT_LABEL}={shlex.quote(worker.tenant.name)} \\
-    --restart on-failure:1 {shlex.quote(worker.image)} >/dev/null || fail "docker run failed"
+  docker run {" ".join(shlex.quote(arg) for arg in docker_run_args(worker))} \\
+    >/dev/null || fail "docker run failed"
 fi
 ready=""
 for attempt in $(seq 1 60); do

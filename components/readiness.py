@@ -34,7 +34,8 @@ from components.node_join import KUBECONFIG_ENV
 # The kind node's own admin kubeconfig (kubeadm writes it; kind reads it there too).
 KIND_NODE_ADMIN_KUBECONFIG = "/etc/kubernetes/admin.conf"
 WEBHOOK_PROBE_NAME = "platform-webhook-probe"
-KAMAJI_LOGS = f"kubectl -n {KAMAJI_NAMESPACE} logs deploy/kamaji"
+# The hints name commands that reach the management cluster whatever the user's kubeconfig says.
+KIND_NODE_KUBECTL = f"kubectl --kubeconfig {KIND_NODE_ADMIN_KUBECONFIG}"
 WEBHOOK_WAIT = (60, 5)  # attempts, seconds between them: 5 minutes
 ADMIN_ACCESS_WAIT = (90, 2)  # 3 minutes; Kamaji's e2e allows 1
 # A synthetic tenant whose TCP is only ever dry-run, never created.
@@ -57,16 +58,17 @@ def kamaji_webhook_wait_script(management: ManagementConfig,
     """Retry a server-side dry run of a TCP until Kamaji's webhooks accept it, or fail naming why."""
     node = shlex.quote(control_plane_container(management))
     probe = shlex.quote(webhook_probe_manifest())
-    kubectl = f"kubectl --kubeconfig {KIND_NODE_ADMIN_KUBECONFIG}"
     bound = attempts * interval
-    check = f"kubectl -n {KAMAJI_NAMESPACE} get pods,certificates; {KAMAJI_LOGS}"
+    kubectl = f"docker exec {node} {KIND_NODE_KUBECTL}"
+    check = (f"{kubectl} -n {KAMAJI_NAMESPACE} get pods,certificates;"
+             f" {kubectl} -n {KAMAJI_NAMESPACE} logs deploy/kamaji")
     return f"""set -u
 node={node}
 probe={probe}
 output=""
 for attempt in $(seq 1 {attempts}); do
   if output=$(printf '%s' "$probe" \\
-      | docker exec -i "$node" {kubectl} create --dry-run=server -o name -f - 2>&1); then
+      | docker exec -i "$node" {KIND_NODE_KUBECTL} create --dry-run=server -o name -f - 2>&1); then
     echo "Kamaji's TenantControlPlane webhooks answer (server-side dry run accepted)"
     exit 0
   fi
@@ -86,7 +88,9 @@ def tenant_admin_access_script(tenant: TenantConfig, management: ManagementConfi
     node = shlex.quote(control_plane_container(management))
     path = f"/tmp/{tenant.name}-admin-access.conf"
     bound = attempts * interval
-    check = f"kubectl -n {tenant.namespace} describe tcp {tenant.name}; {KAMAJI_LOGS}"
+    kubectl = f"docker exec {node} {KIND_NODE_KUBECTL}"
+    check = (f"{kubectl} -n {tenant.namespace} describe tcp {tenant.name};"
+             f" {kubectl} -n {KAMAJI_NAMESPACE} logs deploy/kamaji")
     return f"""set -u
 node={node}
 file={path}

@@ -61,7 +61,8 @@ def datastore_schema(tenant: TenantConfig) -> str:
 
     It names the tenant's keys in kamaji-etcd for an operator; it does not carry
     data across a replace: Kamaji's finalizer deletes the schema's keys when a
-    TCP is deleted (clastix/kamaji 26.8.2-edge, controllers/datastore_setup.go),
+    TCP is deleted (clastix/kamaji 26.8.2-edge,
+    internal/resources/datastore/datastore_setup.go, internal/datastore/etcd.go DeleteDB),
     so a replaced control plane starts empty either way.
     """
     return tenant.name.replace("-", "_")

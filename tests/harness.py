@@ -116,6 +116,14 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 "deleteBeforeReplace": request.deleteBeforeReplace,
                 "additionalSecretOutputs": list(request.additionalSecretOutputs),
                 "customTimeouts": json_format.MessageToDict(request.customTimeouts),
+                # What the engine plans with (pulumi/pulumi pkg/resource/deploy/step_generator.go).
+                "propertyDependencies": {key: list(deps.urns)
+                                         for key, deps in request.propertyDependencies.items()},
+                "replaceWith": list(request.replace_with),
+                "deletedWith": request.deletedWith,
+                "retainOnDelete": request.retainOnDelete,
+                "replaceOnChanges": list(request.replaceOnChanges),
+                "ignoreChanges": list(request.ignoreChanges),
             })
         return response
 
