@@ -29,7 +29,7 @@ class HamiNodePool(pulumi.ComponentResource):
     def __init__(self, name: str, tenant: TenantConfig, cluster_name: str, cluster: KamajiTenant,
                  reference_pod: GpuRequest, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(TYPE_TOKEN, name, None, opts)
-        on_tenant = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
+        on_tenant = pulumi.ResourceOptions.merge(cluster.on_tenant, pulumi.ResourceOptions(parent=self))
         nodes_ready = [*cluster.workers, *cluster.cni, *cluster.kube_proxy]
         devices = tenant_devices(tenant, cluster_name)
         mock = tenant.gpus is not None and tenant.gpus.mock
@@ -56,9 +56,18 @@ class HamiNodePool(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(
                 depends_on=[*nodes_ready, *registrations, *agent])),
         )
+        # The platform never owns a namespace it quotas: a NamespacePatch creates it when absent
+        # (server-side apply) and, when the quota goes, removes only the platform's label.
+        quota_namespaces = [
+            kubernetes.core.v1.NamespacePatch(
+                f"{name}-quota-namespace-{namespace}",
+                metadata=render.quota_namespace_metadata(namespace),
+                opts=pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(depends_on=[self.release])))
+            for namespace in render.quota_namespaces(tenant)]
         self.quotas = create_objects(
             f"{name}-quota", render.quota_objects(tenant),
-            pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(depends_on=[self.release])))
+            pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(
+                depends_on=[self.release, *quota_namespaces])))
 
         self.cards = {node: [d.id for d in node_devices] for node, node_devices in devices.items()}
         self.capacity = tenant_capacity_summary(tenant, cluster_name, reference_pod)
@@ -69,9 +78,12 @@ class HamiNodePool(pulumi.ComponentResource):
                        on_tenant: pulumi.ResourceOptions) -> kubernetes.core.v1.NodePatch:
         worker = cluster.workers[cluster.node_names.index(node)]
         # A Patch owns only the fields it sets: destroy removes exactly the
-        # label and annotation, never the node.
+        # label and annotation, never the node. A replaced worker is a new Node
+        # (the old one is deleted with its container): the registration is
+        # replaced with it, so the new Node gets its GPUs too.
         return kubernetes.core.v1.NodePatch(
             f"{node}-gpus",
             metadata=render.gpu_node_metadata(node, devices, mock),
-            opts=pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(depends_on=[worker])),
+            opts=pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(
+                depends_on=[worker], replace_with=[worker])),
         )

@@ -27,6 +27,8 @@ CAPACITY_AGENT = "hami-mock-gpu-capacity"
 CAPACITY_SCHEDULE = "* * * * *"
 NODE_STATUS_RESOURCE = "nodes/status"
 QUOTA_NAME = "hami-gpu-quota"
+QUOTA_NAMESPACE_LABEL = "io.kamaji-hami-platform/gpu-quota"
+PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
 # Namespaces every cluster has; quotas in them do not create the namespace.
 BUILTIN_NAMESPACES = ("default", "kube-public", "kube-system", "kube-node-lease")
 # Namespaces HAMi's fail-closed webhook never sees (the chart renders them as a
@@ -77,11 +79,18 @@ def hami_values(tenant: TenantConfig) -> dict[str, Any]:
 
 
 def gpu_node_metadata(node: str, devices: list[GpuDevice], mock: bool) -> dict[str, Any]:
-    """What the platform adds to a GPU node: the label, and in mock mode the device list."""
-    metadata: dict[str, Any] = {"name": node, "labels": {GPU_NODE_LABEL[0]: GPU_NODE_LABEL[1]}}
+    """What the platform adds to a GPU node: the label, and in mock mode the device list.
+
+    `pulumi.com/patchForce` takes these fields back from whoever edited them by hand
+    (server-side apply conflicts would otherwise block every later `up`, and Patch
+    resources do not force; pulumi-kubernetes provider/pkg/await/await.go patchForce).
+    It takes nothing else: HAMi writes only `hami.io/node-handshake` and
+    `hami.io/mutex.lock` on a node, which the platform never sets.
+    """
+    annotations = {PATCH_FORCE_ANNOTATION: "true"}
     if mock:
-        metadata["annotations"] = {NODE_REGISTER_ANNOTATION: node_register_annotation(devices)}
-    return metadata
+        annotations[NODE_REGISTER_ANNOTATION] = node_register_annotation(devices)
+    return {"name": node, "labels": {GPU_NODE_LABEL[0]: GPU_NODE_LABEL[1]}, "annotations": annotations}
 
 
 def capacity_patch(slots: int) -> str:
@@ -162,15 +171,20 @@ def _capacity_cronjob(node: str, slots: int) -> dict[str, Any]:
     }
 
 
+def quota_namespaces(tenant: TenantConfig) -> list[str]:
+    """Namespaces the platform makes sure exist for a quota (built-in ones always do)."""
+    return [ns for ns in sorted(tenant.gpu_quotas) if ns not in BUILTIN_NAMESPACES]
+
+
+def quota_namespace_metadata(namespace: str) -> dict[str, Any]:
+    """The platform's mark on a namespace it quotas: the only field its NamespacePatch owns."""
+    return {"name": namespace, "labels": {QUOTA_NAMESPACE_LABEL: QUOTA_NAME}}
+
+
 def quota_objects(tenant: TenantConfig) -> list[dict[str, Any]]:
-    """Per namespace of the tenant cluster: the namespace (unless built in) and a HAMi quota."""
-    objects: list[dict[str, Any]] = []
-    for namespace, limits in sorted(tenant.gpu_quotas.items()):
-        if namespace not in BUILTIN_NAMESPACES:
-            objects.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-        objects.append({
-            "apiVersion": "v1", "kind": "ResourceQuota",
-            "metadata": {"name": QUOTA_NAME, "namespace": namespace},
-            "spec": {"hard": {key: str(value) for key, value in sorted(limits.items())}},
-        })
-    return objects
+    """Per namespace of the tenant cluster: a GPU quota (the namespace itself is never owned)."""
+    return [{
+        "apiVersion": "v1", "kind": "ResourceQuota",
+        "metadata": {"name": QUOTA_NAME, "namespace": namespace},
+        "spec": {"hard": {key: str(value) for key, value in sorted(limits.items())}},
+    } for namespace, limits in sorted(tenant.gpu_quotas.items())]

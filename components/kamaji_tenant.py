@@ -59,7 +59,10 @@ class KamajiTenant(pulumi.ComponentResource):
                  management: ManagementCluster, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.tenant = tenant
-        on_management = pulumi.ResourceOptions(parent=self, provider=management.provider)
+        # Everything in the management cluster goes with the kind cluster: destroy skips its
+        # deletes instead of failing on an API that is gone (pulumi deleted_with).
+        on_management = pulumi.ResourceOptions(parent=self, provider=management.provider,
+                                               deleted_with=management.cluster)
 
         namespace = kubernetes.core.v1.Namespace(
             f"{name}-namespace", metadata={"name": tenant.namespace}, opts=on_management)
@@ -88,9 +91,18 @@ class KamajiTenant(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.admin_access]))
 
         self.node_names = tenant.worker_names()
-        self.workers = [self._worker(node_join.Worker(tenant, index, management_config))
-                        for index in range(tenant.workers)]
-        on_tenant = pulumi.ResourceOptions(parent=self, provider=self.provider)
+        self.worker_image = self._worker_image(name, management_config)
+        self.workers: list[local.Command] = []
+        for index in range(tenant.workers):
+            # One at a time: each worker waits for the one before it, so a change that
+            # replaces workers (version, spec, control plane) rolls through them and the
+            # tenant keeps its other nodes meanwhile.
+            self.workers.append(self._worker(node_join.Worker(tenant, index, management_config),
+                                             previous=self.workers[-1:]))
+        # Everything inside the tenant goes with its control plane (its API and datastore).
+        self.on_tenant = pulumi.ResourceOptions(parent=self, provider=self.provider,
+                                                deleted_with=self.control_plane)
+        on_tenant = self.on_tenant
         api_host_port = self.endpoint.apply(host_port)
         self.cni = create_objects_with(
             f"{name}-kindnet", lambda ep: tenant_addons.kindnet_objects(tenant, ep),
@@ -133,7 +145,17 @@ class KamajiTenant(pulumi.ComponentResource):
                                         depends_on=[self.control_plane]))
         return pulumi.Output.secret(secret.data.apply(decode_admin_kubeconfig))
 
-    def _worker(self, worker: node_join.Worker) -> local.Command:
+    def _worker_image(self, name: str, management: ManagementConfig) -> local.Command:
+        """The workers' image, pulled before any worker is replaced (a new version's image that
+        cannot be pulled fails here, with every old worker still running)."""
+        image = node_join.Worker(self.tenant, 0, management).image
+        return local.Command(
+            f"{name}-worker-image",
+            create=node_join.image_pull_script(image),
+            triggers=[image],
+            opts=pulumi.ResourceOptions(parent=self))
+
+    def _worker(self, worker: node_join.Worker, previous: list[local.Command]) -> local.Command:
         return local.Command(
             worker.name,
             create=node_join.create_script(worker),
@@ -144,10 +166,12 @@ class KamajiTenant(pulumi.ComponentResource):
             logging=local.Logging.STDERR,
             # A new control plane (new UID, new CA) replaces the worker: it joins
             # the new one instead of staying "already joined" to the old.
+            # A changed container specification (flags, image, network) replaces it too:
+            # for a joined worker the create script alone changes nothing.
             triggers=[worker.name, worker.image, worker.management.docker_network,
-                      self.control_plane_uid],
+                      self.control_plane_uid, node_join.container_spec_hash(worker)],
             opts=pulumi.ResourceOptions(
                 parent=self, delete_before_replace=True,
                 additional_secret_outputs=["stdout"],
-                depends_on=[self.control_plane, self.admin_access]),
+                depends_on=[self.control_plane, self.admin_access, self.worker_image, *previous]),
         )

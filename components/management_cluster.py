@@ -80,7 +80,8 @@ class ManagementCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                 depends_on=[kubeconfig_cmd])),
         )
-        on_cluster = pulumi.ResourceOptions(parent=self, provider=self.provider)
+        # Everything in the cluster goes with it: destroy skips these deletes (pulumi deleted_with).
+        on_cluster = pulumi.ResourceOptions(parent=self, provider=self.provider, deleted_with=self.cluster)
 
         self.cert_manager = _helm_release(
             "cert-manager", versions.CERT_MANAGER_CHART, render.CERT_MANAGER_NAMESPACE,
@@ -89,6 +90,7 @@ class ManagementCluster(pulumi.ComponentResource):
             "metallb", versions.METALLB_CHART, render.METALLB_NAMESPACE,
             render.metallb_values(), on_cluster)
         self.pool_range = self._pool_range(name, management, child)
+        self.create_only = self._create_only_settings(name, management, child)
         self.pool = kubernetes.apiextensions.CustomResource(
             f"{name}-metallb-pool",
             api_version=render.METALLB_API_VERSION,
@@ -96,7 +98,7 @@ class ManagementCluster(pulumi.ComponentResource):
             metadata={"name": render.METALLB_POOL_NAME, "namespace": render.METALLB_NAMESPACE},
             spec=self.pool_range.apply(render.metallb_pool_spec),
             opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
-                depends_on=[self.metallb])),
+                depends_on=[self.metallb, self.create_only])),
         )
         self.l2_advertisement = kubernetes.apiextensions.CustomResource(
             f"{name}-metallb-l2",
@@ -111,7 +113,7 @@ class ManagementCluster(pulumi.ComponentResource):
             render.KAMAJI_RELEASE, versions.KAMAJI_CHART, render.KAMAJI_NAMESPACE,
             render.kamaji_values(management),
             pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
-                depends_on=[self.cert_manager])))
+                depends_on=[self.cert_manager, self.create_only])))
 
         # Kamaji's TCP webhooks fail closed and its readiness is a bare ping:
         # tenants wait until a dry-run TCP is accepted (components/readiness.py).
@@ -126,6 +128,19 @@ class ManagementCluster(pulumi.ComponentResource):
             "kubeconfig": self.kubeconfig,
             "poolRange": self.pool_range,
         })
+
+    def _create_only_settings(self, name: str, management: ManagementConfig,
+                              child: pulumi.ResourceOptions) -> local.Command:
+        """Records the settings only a new management cluster can take; an `up` that changes
+        them fails here, before Kamaji or MetalLB is touched (see render.create_only_*)."""
+        return local.Command(
+            f"{name}-create-only-settings",
+            create=render.create_only_record_script(),
+            update=render.create_only_refusal_script(management),
+            environment=render.create_only_environment(management, self.pool_range),
+            # A new kind cluster takes any value.
+            triggers=[self.cluster.id],
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.cluster])))
 
     def _pool_range(self, name: str, management: ManagementConfig,
                     child: pulumi.ResourceOptions) -> pulumi.Output[str]:

@@ -181,3 +181,50 @@ def metallb_pool_spec(address_range: str) -> dict[str, Any]:
 
 def metallb_l2_advertisement_spec() -> dict[str, Any]:
     return {"ipAddressPools": [METALLB_POOL_NAME]}
+
+
+# Settings a running management cluster cannot take (issue: day-2 changes):
+# - kamaji-etcd forms its cluster once with --initial-cluster-state=new: 3 -> 1 loses quorum,
+#   1 -> 3 cannot join, and every tenant's datastore is in it (clastix/kamaji-etcd chart);
+# - a new MetalLB range moves every tenant's API address (MetalLB 0.14+ reassigns addresses
+#   outside the pool) while the workers' kubelets keep the old one and go NotReady.
+CREATE_ONLY_SETTINGS = {
+    "KAMAJI_ETCD_REPLICAS": "management.kamajiEtcdReplicas",
+    "METALLB_ADDRESS_RANGE": "management.metallbAddressRange",
+}
+
+
+def create_only_environment(management: ManagementConfig, pool_range: Any) -> dict[str, Any]:
+    """The create-only settings as the guard command's environment (pool_range may be an Output)."""
+    return {"KAMAJI_ETCD_REPLICAS": str(management.kamaji_etcd_replicas),
+            "METALLB_ADDRESS_RANGE": pool_range}
+
+
+def _settings_line() -> str:
+    return " ".join(f"{path}=${{{env}}}" for env, path in CREATE_ONLY_SETTINGS.items())
+
+
+def create_only_record_script() -> str:
+    """On create (a new management cluster): print the settings; pulumi-command stores stdout."""
+    return f'echo "{_settings_line()}"\n'
+
+
+def create_only_refusal_script(management: ManagementConfig) -> str:
+    """On update: refuse a changed setting, naming it and the safe ways.
+
+    pulumi-command runs `update` when an input changes and hands it the previous stdout as
+    PULUMI_COMMAND_STDOUT (pulumi-command v1.2.1 provider/pkg/provider/local/base.go).
+    """
+    kind = shlex.quote(management.name)
+    return f"""now="{_settings_line()}"
+if [ "$now" = "${{PULUMI_COMMAND_STDOUT:-}}" ]; then echo "$now"; exit 0; fi
+echo "refused: a setting only a new management cluster can take changed." >&2
+echo "  was: ${{PULUMI_COMMAND_STDOUT:-}}" >&2
+echo "  now: $now" >&2
+echo "kamaji-etcd forms its cluster once (changing its size breaks every tenant's datastore); a new" \\
+  "MetalLB range moves every tenant API address while the workers keep the old one." >&2
+echo "Either set the old value back, or start over with a new management cluster (every tenant" \\
+  "starts empty): pulumi up --replace <urn of {kind}'s '*-kind' command> (see pulumi stack --show-urns)," \\
+  "or make down and make up." >&2
+exit 1
+"""

@@ -120,6 +120,10 @@ def plan(before: Program, after: Program) -> list[Step]:
     for reg in reversed(gone):
         if reg.options.get("deletedWith") in gone_urns:
             continue  # the engine skips it: deleting its deleted_with resource takes it along
+        if reg.options.get("read"):
+            # A `.get` read is only dropped from the state (the engine's read-discard, "discard").
+            steps.append(Step("discard", reg.name, reg.type))
+            continue
         why = "retained: only removed from the state" if reg.options.get("retainOnDelete") else ""
         steps.append(Step("delete", reg.name, reg.type, why))
     return steps

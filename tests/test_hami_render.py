@@ -125,7 +125,19 @@ class TestNodeRegistration:
         mock = render.gpu_node_metadata("n", devices, mock=True)
         assert mock["labels"] == {"gpu": "on"}
         assert json.loads(mock["annotations"]["hami.io/node-nvidia-register"])[0]["index"] == 0
-        assert "annotations" not in render.gpu_node_metadata("n", devices, mock=False)
+        real = render.gpu_node_metadata("n", devices, mock=False)
+        assert "hami.io/node-nvidia-register" not in real["annotations"], "the device plugin registers"
+
+    def test_node_patch_forces_back_exactly_the_platforms_own_fields(self, platform):
+        """patchForce reclaims fields someone edited by hand; it must not claim what HAMi writes on
+        a node (v2.10.0: hami.io/node-handshake in pkg/device/devices.go, hami.io/mutex.lock in
+        pkg/util/nodelock/nodelock.go)."""
+        devices = tenant_devices(platform.tenants[0], "kamaji")["tenant-a-worker-0"]
+        metadata = render.gpu_node_metadata("n", devices, mock=True)
+        assert metadata["annotations"]["pulumi.com/patchForce"] == "true"
+        owned = {*metadata["labels"], *metadata["annotations"]} - {"pulumi.com/patchForce"}
+        assert owned == {"gpu", "hami.io/node-nvidia-register"}
+        assert not owned & {"hami.io/node-handshake", "hami.io/mutex.lock"}
 
     def test_register_fields_constant_matches_types(self):
         assert set(REGISTER_FIELDS) == set(HAMI_FIELD_TYPES)
@@ -183,12 +195,15 @@ class TestQuotas:
             "team-a": {"requests.nvidia.com/gpu": 2, "limits.nvidia.com/gpumem": 40000,
                        "limits.nvidia.com/gpucores": 60},
             "default": {"limits.nvidia.com/gpumem": 20000}}
-        objects = render.quota_objects(parse_config(dev_config).tenants[0])
-        assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
-            ("ResourceQuota", "hami-gpu-quota"), ("Namespace", "team-a"), ("ResourceQuota", "hami-gpu-quota")]
-        assert objects[2]["spec"]["hard"] == {"limits.nvidia.com/gpucores": "60",
+        tenant = parse_config(dev_config).tenants[0]
+        objects = render.quota_objects(tenant)
+        assert [(o["kind"], o["metadata"]["namespace"]) for o in objects] == [
+            ("ResourceQuota", "default"), ("ResourceQuota", "team-a")]
+        assert objects[1]["spec"]["hard"] == {"limits.nvidia.com/gpucores": "60",
                                               "limits.nvidia.com/gpumem": "40000",
                                               "requests.nvidia.com/gpu": "2"}
+        assert render.quota_namespaces(tenant) == ["team-a"], "built-in namespaces always exist"
+        assert set(render.quota_namespace_metadata("team-a")) == {"name", "labels"}
 
     def test_hami_keys_are_the_ones_its_quota_manager_tracks(self, platform):
         """HAMi 2.10.0 pkg/device/quota.go managedQuotaName: a key counts only as

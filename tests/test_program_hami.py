@@ -84,7 +84,7 @@ def test_real_gpu_mode_labels_without_mock_registration(dev_config):
     dev_config["tenants"][0]["gpus"]["mock"] = False
     program = run_program(dev_config)
     patch = program.named("tenant-a-worker-0-gpus")
-    assert "annotations" not in patch.inputs["metadata"]
+    assert "hami.io/node-nvidia-register" not in patch.inputs["metadata"]["annotations"]
     assert not [j for j in program.of_type("kubernetes:batch/v1:CronJob") if "tenant-a" in j.name]
 
 
