@@ -62,7 +62,8 @@ class HamiNodePool(pulumi.ComponentResource):
             kubernetes.core.v1.NamespacePatch(
                 f"{name}-quota-namespace-{namespace}",
                 metadata=render.quota_namespace_metadata(namespace),
-                opts=pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(depends_on=[self.release])))
+                opts=pulumi.ResourceOptions.merge(on_tenant,
+                                                  pulumi.ResourceOptions(depends_on=[self.release])))
             for namespace in render.quota_namespaces(tenant)]
         self.quotas = create_objects(
             f"{name}-quota", render.quota_objects(tenant),
