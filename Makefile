@@ -16,7 +16,7 @@ ifeq ($(origin PULUMI_CONFIG_PASSPHRASE)$(origin PULUMI_CONFIG_PASSPHRASE_FILE),
 export PULUMI_CONFIG_PASSPHRASE :=
 endif
 
-.PHONY: help up preview down test e2e e2e-lifecycle lint images check-tools check-kind-version \
+.PHONY: help up preview down test e2e e2e-lifecycle lint images check-pulumi check-tools check-kind-version \
 	venv stack forget-lost-cluster
 
 help:
@@ -28,6 +28,10 @@ help:
 	@echo "make e2e      acceptance cases TC-01..TC-08 against the deployed stack $(STACK)"
 	@echo "make e2e-lifecycle  up, cases, no-op preview, destroy on a throwaway stack"
 	@echo "make forget-lost-cluster  kind cluster already gone: drop its resources from the state, then make down"
+
+# Preview runs no commands: only the Pulumi CLI is needed.
+check-pulumi:
+	@command -v pulumi >/dev/null || { echo "missing: pulumi  -> https://www.pulumi.com/docs/iac/download-install/"; exit 1; }
 
 check-tools:
 	@missing=0; \
@@ -51,20 +55,27 @@ $(VENV)/.installed: requirements.txt
 
 venv: $(VENV)/.installed
 
-stack: check-tools venv
+policy/venv/.installed: policy/requirements.txt
+	$(PYTHON) -m venv policy/venv
+	policy/venv/bin/pip install --quiet -r policy/requirements.txt
+	touch $@
+
+# The stack on the backend PULUMI_BACKEND_URL names. Never a login command: it would switch the
+# user's global backend; the environment variable selects it for these commands only.
+stack: check-pulumi venv
 	@case "$$PULUMI_BACKEND_URL" in file://*) mkdir -p "$${PULUMI_BACKEND_URL#file://}";; esac
 	@[ -n "$$PULUMI_CONFIG_PASSPHRASE$$PULUMI_CONFIG_PASSPHRASE_FILE" ] || \
 	  echo "note: PULUMI_CONFIG_PASSPHRASE is empty (fine for a local dev stack only)"
-	pulumi login "$$PULUMI_BACKEND_URL" >/dev/null
-	pulumi stack select $(STACK) 2>/dev/null || pulumi stack init $(STACK)
+	@pulumi stack select $(STACK) 2>/dev/null || pulumi stack init $(STACK)
 
-up: stack check-kind-version
+up: check-tools check-kind-version stack
 	pulumi up --yes --stack $(STACK)
 
-preview: stack
-	pulumi preview --diff --stack $(STACK)
+# What `up` would change, with the policy pack enforced; needs neither Docker nor kind.
+preview: stack policy/venv/.installed
+	pulumi preview --diff --stack $(STACK) --policy-pack policy
 
-down: stack
+down: check-tools stack
 	pulumi destroy --yes --stack $(STACK)
 
 # Only when the kind cluster is already gone: forget its kubernetes resources so `make down` can finish.

@@ -3,14 +3,33 @@
 Each resource rule takes a `Resource` and returns violation messages (empty:
 compliant); each stack rule takes every resource of the stack. `pack.py` wraps
 them into CrossGuard policies.
+
+Unknown values: during a preview, inputs computed from other resources (a
+kubeconfig, a command's output) are not known yet. A rule reads only the
+properties it needs (`_get`), sees an unknown one as `UNKNOWN`, and decides
+without it where it can: an unknown value is never a violation, and never a
+reason to skip the other resources. (pulumi-policy raises UnknownValueError on
+reading an unknown and then downgrades the whole policy to advisory for that
+preview: "can't run policy ... during preview"; pulumi-policy 1.21
+pulumi_policy/policy.py.)
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+
+class _Unknown:
+    """A value the preview does not know yet."""
+
+    def __repr__(self) -> str:
+        return "<unknown>"
+
+
+UNKNOWN: Any = _Unknown()
 
 TCP_TYPE = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
 NETWORK_POLICY_TYPE = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
@@ -40,39 +59,49 @@ class Resource:
 
 
 def _get(obj: Any, *path: str) -> Any:
+    """obj[path[0]][path[1]]...: None where a key is missing, UNKNOWN where a value is unknown."""
     for key in path:
-        if not isinstance(obj, dict):
+        if obj is UNKNOWN:
+            return UNKNOWN
+        if not isinstance(obj, Mapping):
             return None
         obj = obj.get(key)
     return obj
+
+
+def _items(value: Any) -> list[Any]:
+    """The elements of a list input, UNKNOWN ones included; [] for anything else."""
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return list(value)
+    return []
 
 
 def tcp_exposure(resource: Resource) -> list[str]:
     """Every TenantControlPlane enables Konnectivity and is LoadBalancer, or NodePort with explicit ports."""
     if resource.type != TCP_TYPE:
         return []
-    spec = resource.props.get("spec") or {}
+    spec = _get(resource.props, "spec")
     problems = []
     konnectivity = _get(spec, "addons", "konnectivity")
-    if not isinstance(konnectivity, dict):
+    if konnectivity is not UNKNOWN and not isinstance(konnectivity, Mapping):
         problems.append(f"{resource.name}: Konnectivity is not enabled (spec.addons.konnectivity)")
     service_type = _get(spec, "controlPlane", "service", "serviceType")
-    if service_type not in ("LoadBalancer", "NodePort"):
+    if service_type is not UNKNOWN and service_type not in ("LoadBalancer", "NodePort"):
         problems.append(f"{resource.name}: serviceType {service_type!r} is neither LoadBalancer nor NodePort")
     if service_type == "NodePort":
         if not _get(spec, "networkProfile", "port"):
             problems.append(f"{resource.name}: NodePort without an explicit networkProfile.port")
-        if not _get(konnectivity or {}, "server", "port"):
+        if not _get(konnectivity, "server", "port"):
             problems.append(f"{resource.name}: NodePort without an explicit konnectivity server port")
     return problems
 
 
 def hami_webhook_fails_closed(resource: Resource) -> list[str]:
     """HAMi's admission webhook has failurePolicy Fail."""
-    if resource.type != HELM_RELEASE_TYPE or resource.props.get("chart") != "hami":
+    if resource.type != HELM_RELEASE_TYPE or _get(resource.props, "chart") != "hami":
         return []
-    policy = _get(resource.props.get("values") or {}, "scheduler", "admissionWebhook", "failurePolicy")
-    if policy != "Fail":
+    policy = _get(resource.props, "values", "scheduler", "admissionWebhook", "failurePolicy")
+    if policy is not UNKNOWN and policy != "Fail":
         return [f"{resource.name}: HAMi webhook failurePolicy is {policy!r}, not 'Fail' "
                 "(a broken webhook path would silently bypass HAMi)"]
     return []
@@ -80,22 +109,23 @@ def hami_webhook_fails_closed(resource: Resource) -> list[str]:
 
 def kubeconfig_outputs_secret(resource: Resource) -> list[str]:
     """A command that prints a kubeconfig has its output secret and its logging off."""
-    if resource.type != COMMAND_TYPE or "get kubeconfig" not in str(resource.props.get("create", "")):
+    create = _get(resource.props, "create")
+    if resource.type != COMMAND_TYPE or not isinstance(create, str) or "get kubeconfig" not in create:
         return []
     problems = []
     if "stdout" not in resource.additional_secret_outputs:
         problems.append(f"{resource.name}: prints a kubeconfig but stdout is not a secret output")
-    if resource.props.get("logging") != "none":
+    logging = _get(resource.props, "logging")
+    if logging is not UNKNOWN and logging != "none":
         problems.append(f"{resource.name}: prints a kubeconfig with command logging on")
     return problems
 
 
-def _containers(resource: Resource) -> Iterator[dict[str, Any]]:
-    spec = resource.props.get("spec") or {}
-    template_path = WORKLOAD_TYPES[resource.type]
-    pod_spec = spec if not template_path else _get(spec, *template_path, "spec")
+def _containers(resource: Resource) -> Iterator[Any]:
+    pod_spec = _get(resource.props, "spec", *WORKLOAD_TYPES[resource.type],
+                    *(("spec",) if WORKLOAD_TYPES[resource.type] else ()))
     for key in ("initContainers", "containers"):
-        yield from (pod_spec or {}).get(key) or []
+        yield from _items(_get(pod_spec, key))
 
 
 def _image_tag(image: str) -> str:
@@ -109,9 +139,10 @@ def images_pinned(resource: Resource) -> list[str]:
     """No container runs an image without a tag, or tagged `latest`."""
     images: list[str] = []
     if resource.type in WORKLOAD_TYPES:
-        images = [c.get("image", "") for c in _containers(resource)]
+        images = [image for c in _containers(resource) if isinstance(image := _get(c, "image") or "", str)]
     elif resource.type == COMMAND_TYPE:
-        text = f"{resource.props.get('create', '')}\n{resource.props.get('stdin', '')}"
+        text = "\n".join(value for key in ("create", "stdin")
+                         if isinstance(value := _get(resource.props, key), str))
         images = [m.group(0) for m in KIND_NODE_IMAGE.finditer(text)]
     elif resource.type == HELM_RELEASE_TYPE:
         return _release_pinned(resource)
@@ -121,29 +152,48 @@ def images_pinned(resource: Resource) -> list[str]:
 
 def _release_pinned(resource: Resource) -> list[str]:
     problems = []
-    version = str(resource.props.get("version") or "")
+    version = _get(resource.props, "version")
+    if version is UNKNOWN:
+        return []
+    version = str(version or "")
     if not version or version == "latest":
         problems.append(f"{resource.name}: chart version is not pinned")
     # A chart published only as +latest (Kamaji) pins nothing: the image tag must.
     if version.endswith("+latest"):
-        tag = _get(resource.props.get("values") or {}, "image", "tag")
-        if not tag or tag == "latest":
+        tag = _get(resource.props, "values", "image", "tag")
+        if tag is not UNKNOWN and (not tag or tag == "latest"):
             problems.append(f"{resource.name}: chart {version} with no pinned image.tag")
     return problems
 
 
+def _denies_everything(policy: Resource) -> bool | None:
+    """True for a default-deny NetworkPolicy (all pods, both directions, no rules), False for
+    another policy, None when an unknown value leaves it open."""
+    selector = _get(policy.props, "spec", "podSelector")
+    types = _get(policy.props, "spec", "policyTypes")
+    rules_ = [_get(policy.props, "spec", key) for key in ("ingress", "egress")]
+    if UNKNOWN in (selector, types, *rules_) or UNKNOWN in _items(types):
+        return None
+    return (selector in ({}, None) and {"Ingress", "Egress"} <= set(_items(types))
+            and not any(rules_))
+
+
 def tenant_namespaces_default_deny(resources: list[Resource]) -> list[str]:
     """Every namespace holding a TenantControlPlane has a default-deny NetworkPolicy."""
-    denied = {
-        _get(r.props, "metadata", "namespace") for r in resources
-        if r.type == NETWORK_POLICY_TYPE
-        and _get(r.props, "spec", "podSelector") in ({}, None)
-        and {"Ingress", "Egress"} <= set(_get(r.props, "spec", "policyTypes") or [])
-        and not _get(r.props, "spec", "ingress") and not _get(r.props, "spec", "egress")
-    }
+    denied, undecided = set(), set()
+    for r in resources:
+        if r.type == NETWORK_POLICY_TYPE:
+            verdict = _denies_everything(r)
+            namespace = _get(r.props, "metadata", "namespace")
+            if verdict:
+                denied.add(namespace)
+            elif verdict is None:
+                undecided.add(namespace)
+    if UNKNOWN in denied | undecided:
+        return []  # a policy in an unknown namespace may be any tenant's default deny
+    tenants = {_get(r.props, "metadata", "namespace") for r in resources if r.type == TCP_TYPE}
     return [f"tenant namespace {ns!r} has no default-deny NetworkPolicy"
-            for ns in sorted({_get(r.props, "metadata", "namespace") for r in resources
-                              if r.type == TCP_TYPE}) if ns not in denied]
+            for ns in sorted(tenants - {UNKNOWN} - denied - undecided)]
 
 
 def worker_versions_match(resources: list[Resource]) -> list[str]:
@@ -152,12 +202,16 @@ def worker_versions_match(resources: list[Resource]) -> list[str]:
                 for r in resources if r.type == TCP_TYPE}
     problems = []
     for r in resources:
-        create = str(r.props.get("create", "")) if r.type == COMMAND_TYPE else ""
+        create = _get(r.props, "create") if r.type == COMMAND_TYPE else None
+        if not isinstance(create, str):
+            continue  # not a command, or a script the preview does not know yet
         tenant = WORKER_TENANT_LABEL.search(create)
         image = KIND_NODE_IMAGE.search(create)
         if not tenant or not image:
             continue
         expected = versions.get(tenant.group(1))
+        if expected is UNKNOWN or (expected is None and UNKNOWN in versions):
+            continue
         if expected is None:
             problems.append(f"{r.name}: worker of tenant {tenant.group(1)!r}, which has no control plane")
         elif image.group(1) != expected:

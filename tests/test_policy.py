@@ -160,3 +160,112 @@ def test_the_pack_registers_every_rule():
     assert any(isinstance(n, ast.FunctionDef) and n.name == "policies" for n in tree.body)
     main = (Path(rules.__file__).parent / "__main__.py").read_text()
     assert "PolicyPack(" in main and "EnforcementLevel.MANDATORY" in main
+
+
+# --- the pack itself, as pulumi-policy runs it during a preview of a fresh stack ---------------
+
+POLICY_DIR = Path(rules.__file__).parent
+
+
+@pytest.fixture(scope="module")
+def pack():
+    """policy/pack.py as the CLI loads it (the pack's folder on sys.path), with pulumi-policy 1.21."""
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(POLICY_DIR))
+    try:
+        return importlib.import_module("pack")
+    finally:
+        sys.path.remove(str(POLICY_DIR))
+
+
+def fresh_preview_props(reg) -> dict:
+    """A registration's inputs as a first preview sends them to the analyzer: every input
+    computed from another resource's output is still unknown (the engine's sentinel)."""
+    from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
+
+    computed = reg.options.get("propertyDependencies", {})
+    return {key: UNKNOWN_STRING_VALUE if computed.get(key) else value for key, value in reg.inputs.items()}
+
+
+def run_policies(pack, regs, props=fresh_preview_props) -> list[str]:
+    """Every policy of the pack over these registrations, props behind pulumi-policy's own
+    unknown-checking proxy; an UnknownValueError escaping a policy fails the test, since
+    pulumi-policy would then downgrade that policy to advisory for the whole preview."""
+    from types import SimpleNamespace
+
+    from pulumi_policy import ResourceValidationPolicy
+    from pulumi_policy.proxy import unknown_checking_proxy
+
+    def args(reg):
+        return SimpleNamespace(resource_type=reg.type, name=reg.name,
+                               props=unknown_checking_proxy(props(reg)),
+                               opts=SimpleNamespace(additional_secret_outputs=reg.options.get(
+                                   "additionalSecretOutputs", [])))
+
+    violations: list[str] = []
+    report = lambda message, urn=None: violations.append(message)  # noqa: E731
+    custom = [reg for reg in regs if reg.custom]
+    for policy in pack.policies():
+        if isinstance(policy, ResourceValidationPolicy):
+            for reg in custom:
+                policy.validate(args(reg), report)
+        else:
+            policy.validate(SimpleNamespace(resources=[args(reg) for reg in custom]), report)
+    return violations
+
+
+class TestPoliciesBlockInPreview:
+    def test_a_fresh_stack_has_unknowns_and_every_policy_still_runs_and_passes(self, pack, dev_program):
+        unknown = [r.name for r in dev_program.registrations
+                   if r.custom and any(fresh_preview_props(r)[k] != v for k, v in r.inputs.items())]
+        assert "tenant-a-worker-0" in unknown and "tenant-a-admin-access" in unknown
+        assert run_policies(pack, dev_program.registrations) == []
+
+    def test_a_violation_is_still_reported_next_to_unknowns(self, pack, dev_program):
+        regs = copy.deepcopy(dev_program.registrations)
+        hami = next(r for r in regs if r.name == "tenant-a-gpus-hami")
+        hami.inputs["values"]["scheduler"]["admissionWebhook"]["failurePolicy"] = "Ignore"
+        tcp_reg = next(r for r in regs if r.name == "tenant-b-control-plane")
+        del tcp_reg.inputs["spec"]["addons"]["konnectivity"]
+        regs = [r for r in regs if r.name != "tenant-a-networkpolicy-tenant-a-default-deny"]
+        worker = next(r for r in regs if r.name == "tenant-b-worker-0")
+        worker.inputs["create"] = worker.inputs["create"].replace("kindest/node:v1.35.0",
+                                                                  "kindest/node:v1.34.0")
+        violations = run_policies(pack, regs)
+        assert any("failurePolicy is 'Ignore'" in v for v in violations)
+        assert any("Konnectivity is not enabled" in v for v in violations)
+        assert any("'tenant-a' has no default-deny" in v for v in violations)
+        assert any("runs kindest/node:v1.34.0" in v for v in violations)
+
+    def test_a_value_the_rule_needs_but_cannot_know_is_not_a_violation(self, pack, dev_program):
+        from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
+
+        def everything_unknown(reg) -> dict:
+            keep = ("metadata",) if reg.type == rules.NETWORK_POLICY_TYPE else ()
+            return {k: (v if k in keep else UNKNOWN_STRING_VALUE) for k, v in reg.inputs.items()}
+
+        assert run_policies(pack, dev_program.registrations, everything_unknown) == []
+
+
+class TestRulesWithUnknowns:
+    def test_unknown_deny_policy_spec_is_not_a_missing_default_deny(self):
+        deny = Resource(rules.NETWORK_POLICY_TYPE, "deny",
+                        {"metadata": DENY["metadata"], "spec": rules.UNKNOWN})
+        assert rules.tenant_namespaces_default_deny([tcp(), deny]) == []
+        other = Resource(rules.NETWORK_POLICY_TYPE, "deny", {"metadata": {"namespace": "elsewhere"},
+                                                             "spec": DENY["spec"]})
+        assert rules.tenant_namespaces_default_deny([tcp(), other]) != [], "known and missing: blocks"
+
+    def test_unknown_image_is_not_unpinned_but_a_known_latest_still_is(self):
+        spec = {"template": {"spec": {"containers": [{"image": rules.UNKNOWN}, {"image": "busybox:latest"}]}}}
+        violations = rules.images_pinned(Resource("kubernetes:apps/v1:DaemonSet", "d", {"spec": spec}))
+        assert violations == ["d: image 'busybox:latest' is not pinned to a tag"]
+
+    def test_unknown_worker_script_or_version_is_skipped_not_reported(self):
+        worker = Resource(rules.COMMAND_TYPE, "w", {"create": rules.UNKNOWN})
+        assert rules.worker_versions_match([tcp(), worker]) == []
+        unknown_version = tcp(kubernetes__version=rules.UNKNOWN)
+        known_worker = Resource(rules.COMMAND_TYPE, "w", {"create": WORKER})
+        assert rules.worker_versions_match([unknown_version, known_worker]) == []

@@ -68,9 +68,7 @@ def test_preview_workflow_previews_dev_with_the_policy_pack_and_comments():
     pulumi = action(workflow, "preview", "pulumi/actions@v7")["with"]
     assert pulumi["command"] == "preview" and pulumi["stack-name"] == "dev"
     assert pulumi["policyPacks"] == "policy" and pulumi["comment-on-pr"] is True
-    assert "secrets.PULUMI_BACKEND_URL" in pulumi["cloud-url"]
-    passphrase = workflow["jobs"]["preview"]["env"]["PULUMI_CONFIG_PASSPHRASE"]
-    assert "secrets.PULUMI_CONFIG_PASSPHRASE" in passphrase
+    assert pulumi["diff"] is True and pulumi["upsert"] is True
     assert workflow["permissions"]["pull-requests"] == "write"
     commands = runs(workflow, "preview")
     assert "pip install -r requirements.txt" in commands
@@ -112,3 +110,32 @@ def test_e2e_workflow_installs_the_pinned_kind():
 
 def test_e2e_workflow_requires_a_stack_so_it_never_passes_with_everything_skipped():
     assert load("e2e.yml")["jobs"]["e2e"]["env"]["E2E_REQUIRE_STACK"] == "1"
+
+
+def test_preview_needs_no_repository_secret_so_fork_pull_requests_preview_too():
+    """A pull request from a fork gets no secrets: the backend is a throwaway file:// folder on the
+    runner and the passphrase a dummy (the dev stack's config holds no secret value)."""
+    workflow = load("preview.yml")
+    pulumi = action(workflow, "preview", "pulumi/actions@v7")["with"]
+    assert pulumi["cloud-url"].startswith("file://${{ runner.temp }}")
+    text = (WORKFLOWS / "preview.yml").read_text()
+    assert "secrets." not in text.replace("secrets.GITHUB_TOKEN", "")
+    assert "secure:" not in (ROOT / "Pulumi.dev.yaml").read_text()
+
+
+@pytest.mark.parametrize(("prefix", "major"), [
+    ("actions/checkout@", "v6"), ("actions/setup-python@", "v6"), ("actions/upload-artifact@", "v7"),
+    ("pulumi/actions@", "v7")])
+def test_actions_are_on_their_current_major(prefix, major):
+    uses = [s["uses"] for path in WORKFLOWS.glob("*.yml")
+            for job in load(path.name)["jobs"].values() for s in job["steps"] if "uses" in s]
+    pinned = [u for u in uses if u.startswith(prefix)]
+    assert pinned and all(u == prefix + major for u in pinned), pinned
+
+
+def test_makefile_never_logs_in_and_preview_needs_no_docker_or_kind():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "pulumi login" not in makefile, "it would switch the user's global backend"
+    preview = re.search(r"^preview:(.*)$", makefile, re.M).group(1)
+    assert "check-tools" not in preview and "stack" in preview
+    assert "--policy-pack policy" in makefile.split("\npreview:", 1)[1].split("\n\n", 1)[0]
