@@ -156,40 +156,61 @@ def order_devices(devices: list[GpuDevice], request: GpuRequest, policy: str | N
     return sorted(devices, key=lambda d: (sign * device_score(d, request), d.numa, d.index))
 
 
-def _csv(annotations: Mapping[str, str], key: str) -> list[str]:
-    return [item.strip() for item in annotations.get(key, "").split(",") if item.strip()]
+def _csv(annotations: Mapping[str, str], key: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in annotations.get(key, "").split(",") if item.strip())
 
 
-def _type_matches(device: GpuDevice, request: GpuRequest, annotations: Mapping[str, str]) -> bool:
+@dataclass(frozen=True)
+class PodSelectors:
+    """The pod annotations Fit consults, parsed once per pod rather than once per card."""
+
+    use_types: tuple[str, ...] = ()
+    nouse_types: tuple[str, ...] = ()
+    use_uuids: frozenset[str] = frozenset()
+    nouse_uuids: frozenset[str] = frozenset()
+    mode: str = ""
+    numa_bind: bool = False
+
+    @classmethod
+    def of(cls, annotations: Mapping[str, str]) -> PodSelectors:
+        return cls(use_types=tuple(t.lower() for t in _csv(annotations, USE_GPU_TYPE)),
+                   nouse_types=tuple(t.lower() for t in _csv(annotations, NOUSE_GPU_TYPE)),
+                   use_uuids=frozenset(_csv(annotations, USE_GPU_UUID)),
+                   nouse_uuids=frozenset(_csv(annotations, NOUSE_GPU_UUID)),
+                   mode=annotations.get(VGPU_MODE, ""),
+                   numa_bind=annotations.get(NUMA_BIND, "").lower() == "true")
+
+
+NO_SELECTORS = PodSelectors()
+
+
+def _type_matches(device: GpuDevice, request: GpuRequest, pod: PodSelectors) -> bool:
     if request.type != DEVICE_TYPE_NVIDIA:
         return False
     device_type = device.type.lower()
-    wanted = _csv(annotations, USE_GPU_TYPE)
-    if wanted and not any(item.lower() in device_type for item in wanted):
+    if pod.use_types and not any(item in device_type for item in pod.use_types):
         return False
-    if any(item.lower() in device_type for item in _csv(annotations, NOUSE_GPU_TYPE)):
+    if any(item in device_type for item in pod.nouse_types):
         return False
-    mode = annotations.get(VGPU_MODE, "")
-    return not mode or device.mode in mode
+    return not pod.mode or device.mode in pod.mode
 
 
-def _uuid_matches(device: GpuDevice, annotations: Mapping[str, str]) -> bool:
-    wanted = _csv(annotations, USE_GPU_UUID)
-    if wanted and device.id not in wanted:
+def _uuid_matches(device: GpuDevice, pod: PodSelectors) -> bool:
+    if pod.use_uuids and device.id not in pod.use_uuids:
         return False
-    return device.id not in _csv(annotations, NOUSE_GPU_UUID)
+    return device.id not in pod.nouse_uuids
 
 
-def _card_check(device: GpuDevice, request: GpuRequest, annotations: Mapping[str, str],
+def _card_check(device: GpuDevice, request: GpuRequest, pod: PodSelectors,
                 policy: str | None, cordoned: frozenset[str]) -> str | None:
     """The first failing check for one card, in HAMi's order, or None when it fits."""
     if not device.health:
         return CARD_NOT_HEALTH
     if device.id in cordoned:
         return CARD_CORDONED
-    if not _type_matches(device, request, annotations):
+    if not _type_matches(device, request, pod):
         return CARD_TYPE_MISMATCH
-    if not _uuid_matches(device, annotations):
+    if not _uuid_matches(device, pod):
         return CARD_UUID_MISMATCH
     if device.count <= device.used:
         return CARD_TIME_SLICING_EXHAUSTED
@@ -210,12 +231,12 @@ def _card_check(device: GpuDevice, request: GpuRequest, annotations: Mapping[str
 def fit(devices: list[GpuDevice], request: GpuRequest, *, pod_annotations: Mapping[str, str] | None = None,
         policy: str | None = None, cordoned_ids: frozenset[str] = frozenset()) -> FitResult:
     """Where HAMi would put this container on a node with these cards, or why it would not."""
-    annotations = pod_annotations or {}
+    pod = PodSelectors.of(pod_annotations) if pod_annotations else NO_SELECTORS
     nvidia = [d for d in devices if DEVICE_TYPE_NVIDIA.lower() in d.type.lower()]
     if request.nums > len(nvidia):
         return FitResult(False, [], NODE_INSUFFICIENT_DEVICE)
     ordered = order_devices(nvidia, request, policy)
-    numa_bind = annotations.get(NUMA_BIND, "").lower() == "true"
+    numa_bind = pod.numa_bind
     reasons: Counter[str] = Counter()
     picked: list[GpuDevice] = []
     previous_numa: int | None = None
@@ -224,7 +245,7 @@ def fit(devices: list[GpuDevice], request: GpuRequest, *, pod_annotations: Mappi
             reasons[NUMA_NOT_FIT] += len(picked)
             picked = []
         previous_numa = device.numa
-        failure = _card_check(device, request, annotations, policy, cordoned_ids)
+        failure = _card_check(device, request, pod, policy, cordoned_ids)
         if failure:
             reasons[failure] += 1
             continue
@@ -277,8 +298,16 @@ def plan_nodes(nodes: Mapping[str, list[GpuDevice]], pods: list[GpuRequest], *,
     """
     state = {name: copy.deepcopy(devices) for name, devices in sorted(nodes.items())}
     placements = []
+    # A node's answer changes only when a placement charges it (or the request changes):
+    # cache it per node, so a fleet costs one fit per pod, not one per pod and node.
+    answers: dict[str, tuple[GpuRequest, FitResult]] = {}
     for number, request in enumerate(pods, start=1):
-        fitting = {name: fit(devices, request, policy=policy) for name, devices in state.items()}
+        fitting = {}
+        for name, devices in state.items():
+            cached = answers.get(name)
+            if cached is None or cached[0] != request:
+                cached = answers[name] = (request, fit(devices, request, policy=policy))
+            fitting[name] = cached[1]
         candidates = [name for name, result in fitting.items() if result.ok]
         if not candidates:
             reason = "; ".join(f"{name}: {result.reason}" for name, result in fitting.items()) \
@@ -289,6 +318,7 @@ def plan_nodes(nodes: Mapping[str, list[GpuDevice]], pods: list[GpuRequest], *,
         best = (max if node_policy == "binpack" else min)(candidates, key=lambda n: scores[n])
         chosen = fitting[best]
         charge(state[best], request, chosen.device_ids)
+        answers.pop(best, None)
         card = next(d for d in state[best] if d.id == chosen.device_ids[0])
         placements.append(Placement(number, True, best, chosen.device_ids, "",
                                     request.memory_on(card), min(request.coresreq, FULL_CARD_CORES)))

@@ -237,3 +237,33 @@ class TestPlanner:
     def test_bad_arguments_are_clear_errors(self, capsys, args):
         assert gpu.main(["plan", *args]) == 2
         assert capsys.readouterr().err.startswith("error: ")
+
+
+def test_planner_caching_changes_no_placement():
+    """plan_nodes keeps each node's answer until a placement charges that node; a naive planner
+    that asks every node for every pod must place (and refuse) exactly the same."""
+    import copy
+
+    from components.config import GpuModel
+    from components.gpu_devices import mock_devices
+    from components.gpu_fit import charge, node_score
+
+    model = GpuModel("A", 40000, 100, 4, "NVIDIA A")
+    nodes = {f"n{i}": mock_devices(model, 2, "c", "t", f"n{i}") for i in range(3)}
+    shapes = [GpuRequest(nums=1, memreq=15000, coresreq=30), GpuRequest(nums=2, memreq=5000, coresreq=10),
+              GpuRequest(nums=1, memreq=0, mempercentagereq=50, coresreq=0)]
+    pods = [shapes[i % 3] for i in range(40)]
+    state = copy.deepcopy(nodes)
+    naive = []
+    for request in pods:
+        answers = {name: fit(devices, request, policy="spread") for name, devices in sorted(state.items())}
+        fitting = [name for name, answer in answers.items() if answer.ok]
+        if not fitting:
+            naive.append(None)
+            continue
+        best = max(fitting, key=lambda n: node_score(state[n]))
+        charge(state[best], request, answers[best].device_ids)
+        naive.append((best, answers[best].device_ids))
+    planned = plan_nodes(nodes, pods, policy="spread", node_policy="binpack")
+    assert [(p.node, p.device_ids) if p.ok else None for p in planned] == naive
+    assert any(p is None for p in naive) and sum(p is not None for p in naive) > 10
