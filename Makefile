@@ -30,8 +30,13 @@ help:
 	@echo "make forget-lost-cluster  kind cluster already gone: drop its resources from the state, then make down"
 
 # Preview runs no commands: only the Pulumi CLI is needed.
+# An older engine would ignore options the program relies on (replace_with, deleted_with).
 check-pulumi:
 	@command -v pulumi >/dev/null || { echo "missing: pulumi  -> https://www.pulumi.com/docs/iac/download-install/"; exit 1; }
+	@want=$$($(PYTHON) -m components.versions PULUMI_CLI_MIN_VERSION); \
+	have=$$(pulumi version 2>/dev/null | sed 's/^v//'); \
+	if [ "$$(printf '%s\n%s\n' "$$want" "$$have" | sort -V | head -n 1)" != "$$want" ]; then \
+	  echo "the Pulumi CLI is $${have:-unknown}, older than $$want, which this program needs: upgrade it -> https://www.pulumi.com/docs/iac/download-install/"; exit 1; fi
 
 check-tools:
 	@missing=0; \

@@ -50,6 +50,10 @@ KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.35.0"
 # Image of the live suite's probe and test pods (tests/e2e).
 E2E_PROBE_IMAGE = "docker.io/library/busybox:1.36.1"
 
+# The oldest Pulumi CLI the program may run with: the engine must honour `replace_with`
+# (added in 3.207) and `deleted_with`; the platform is tested with the SDK pin of requirements.txt.
+PULUMI_CLI_MIN_VERSION = "3.272.0"
+
 # Tenant Kubernetes versions Kamaji 26.8.2-edge accepts: up to its KubeadmVersion
 # v1.36 (clastix/kamaji 26.8.2-edge internal/upgrade/kubeadm_version.go,
 # internal/webhook/handlers/tcp_version.go); the platform supports v1.30 upwards.

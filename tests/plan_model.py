@@ -3,8 +3,9 @@
 Mocks do not plan, so this emulates the engine's step generator over the registrations of
 a run before and a run after a change, with each provider's replace rules:
 
-- a resource that is new is created; one that is gone is deleted, unless it is
-  `deleted_with` a resource deleted too (the engine skips it; the parent's delete takes it);
+- a resource that is new is created; one that is gone is deleted (when it is `deleted_with` a
+  resource deleted too, the engine still plans the delete but skips the provider call: the
+  other's delete takes it along; pulumi/pulumi pkg/resource/deploy/step.go);
 - an existing resource is replaced when its provider is replaced, a resource in its
   `replace_with` list or its `deleted_with` resource is replaced
   (pulumi/pulumi pkg/resource/deploy/step_generator.go `diff`,
@@ -18,9 +19,15 @@ a run before and a run after a change, with each provider's replace rules:
   until that replacement exists, so it counts as changed: this is how a new kind
   cluster reaches everything built on it, as in the engine.
 
-Steps come in the order the program registers resources, which follows dependencies, with a
-delete-before-replace resource deleted before its replacement is created; deletions of
-removed resources come last, in reverse order.
+Steps come in the order the program registers resources, which follows dependencies. A
+delete-before-replace resource is deleted before its replacement is created, and first
+everything that cannot outlive it is deleted: what names it in `replace_with` or
+`deleted_with`, what uses it as provider, what has a replace-key input computed from it,
+transitively (step_generator.go `findDependentCascadeReplacements`,
+`calculateDependentReplacements`); each of those is created again when the program registers
+it. Deletions of removed resources come last, in reverse order. The order between steps of
+resources that do not depend on each other is not the engine's (it runs those in parallel):
+tests assert order only along dependencies.
 """
 
 from __future__ import annotations
@@ -91,21 +98,57 @@ def _why_replaced(reg: Registration, before: Registration, replaced: set[str],
     return f"{', '.join(keys)} changed" if keys else None
 
 
+def _cascade(root: str, before: list[Registration], already: set[str]) -> list[Registration]:
+    """What must be deleted before `root` is, for a delete-before-replace of it, transitively."""
+    doomed = {root}
+    found: list[Registration] = []
+    changed = True
+    while changed:
+        changed = False
+        for reg in before:
+            if reg.urn in doomed or reg.urn in already or not reg.custom or reg.options.get("read"):
+                continue
+            computed = {key for key, deps in reg.options.get("propertyDependencies", {}).items()
+                        if doomed & set(deps)}
+            if (doomed & set(reg.options.get("replaceWith", []))
+                    or reg.options.get("deletedWith") in doomed or _provider_urn(reg) in doomed
+                    or computed & set(_replace_key_names(reg))):
+                doomed.add(reg.urn)
+                found.append(reg)
+                changed = True
+    return found
+
+
+def _replace_key_names(reg: Registration) -> tuple[str, ...]:
+    if reg.type.startswith("kubernetes:") and reg.type != HELM_RELEASE:
+        return ("metadata",)
+    return REPLACE_KEYS.get(reg.type, ())
+
+
 def plan(before: Program, after: Program) -> list[Step]:
     """The steps `pulumi up` would take to go from the `before` run's state to the `after` run's."""
     old = {reg.urn: reg for reg in before.registrations}
     names = {reg.urn: reg.name for reg in [*before.registrations, *after.registrations]}
     replaced: set[str] = set()
+    deleted_early: set[str] = set()
     steps: list[Step] = []
     for reg in after.registrations:
         previous = old.get(reg.urn)
         if previous is None:
             steps.append(Step("create", reg.name, reg.type))
             continue
+        if reg.urn in deleted_early:
+            steps.append(Step("create-replacement", reg.name, reg.type, "deleted before a replacement"))
+            continue
         why = _why_replaced(reg, previous, replaced, names) if reg.custom else None
         if why:
             replaced.add(reg.urn)
             if reg.options.get("deleteBeforeReplace"):
+                for dependent in reversed(_cascade(reg.urn, before.registrations, deleted_early)):
+                    deleted_early.add(dependent.urn)
+                    replaced.add(dependent.urn)
+                    steps.append(Step("delete-replaced", dependent.name, dependent.type,
+                                      f"cannot outlive {reg.name}"))
                 steps += [Step("delete-replaced", reg.name, reg.type, why),
                           Step("create-replacement", reg.name, reg.type, why)]
             else:
@@ -119,7 +162,9 @@ def plan(before: Program, after: Program) -> list[Step]:
     gone_urns = {reg.urn for reg in gone}
     for reg in reversed(gone):
         if reg.options.get("deletedWith") in gone_urns:
-            continue  # the engine skips it: deleting its deleted_with resource takes it along
+            # Planned, but no provider call: deleting its deleted_with resource takes it along.
+            steps.append(Step("delete", reg.name, reg.type, "skipped: goes with its deleted_with resource"))
+            continue
         if reg.options.get("read"):
             # A `.get` read is only dropped from the state (the engine's read-discard, "discard").
             steps.append(Step("discard", reg.name, reg.type))

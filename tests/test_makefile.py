@@ -50,3 +50,28 @@ def test_no_warning_with_the_pinned_kind(tools):
 def test_forget_lost_cluster_runs_the_recovery_command_for_the_stack(tools):
     result = make("forget-lost-cluster", tools, "-n", "STACK=lab", "YES=1")
     assert "-m components.lost_cluster --stack lab --yes" in result.stdout
+
+
+def fake_pulumi(tools: Path, version: str) -> None:
+    (tools / "pulumi").write_text(f'#!/bin/sh\n[ "$1" = version ] && echo "v{version}"\nexit 0\n')
+    (tools / "pulumi").chmod(0o755)
+
+
+def test_an_old_pulumi_cli_is_refused_naming_the_version_needed(tools):
+    """Before 3.207 the engine ignores replace_with: a new worker would come up without its GPUs."""
+    fake_pulumi(tools, "3.200.0")
+    result = make("check-pulumi", tools)
+    assert result.returncode != 0
+    assert f"older than {versions.PULUMI_CLI_MIN_VERSION}" in result.stdout
+
+
+@pytest.mark.parametrize("version", [versions.PULUMI_CLI_MIN_VERSION, "3.300.1"])
+def test_a_recent_pulumi_cli_passes(tools, version):
+    fake_pulumi(tools, version)
+    assert make("check-pulumi", tools).returncode == 0
+
+
+def test_the_cli_minimum_is_the_sdk_pin():
+    pins = dict(line.split("==") for line in (ROOT / "requirements.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    assert pins["pulumi"] == versions.PULUMI_CLI_MIN_VERSION
