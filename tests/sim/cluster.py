@@ -1,0 +1,202 @@
+"""A tenant's API server, for real: etcd and kube-apiserver 1.35 built from their Go modules.
+
+Started on loopback ports it picks, with the authorization modes and admission plugins the
+platform gives a TenantControlPlane, an admin token (static token file, group
+system:masters) and a service-account signing key made for the run. Everything it starts is
+stopped, and its folder removed, when the context manager exits (also on failure).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.config import TenantConfig
+from components.tenantcontrolplane import ADMISSION_CONTROLLERS
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "toolchain" / "build.sh"
+ADMIN_TOKEN = "sim-admin-token"  # a throwaway credential of a throwaway API server
+# Kamaji's own defaults for a tenant's kube-apiserver (26.8.2-edge internal/builders/
+# controlplane/deployment.go `safeDefaults`); its admission plugins are the platform's list.
+KAMAJI_APISERVER_DEFAULTS = (
+    "--allow-privileged=true",
+    "--enable-bootstrap-token-auth=true",
+    "--authorization-mode=Node,RBAC",
+    "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+)
+START_TIMEOUT = 120
+COMMAND_TIMEOUT = 60
+
+
+def toolchain() -> Path:
+    """The folder with etcd, kube-apiserver, kube-scheduler and kubectl (built when missing)."""
+    result = subprocess.run(["bash", str(BUILD)], capture_output=True, text=True, timeout=3600, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"toolchain build failed:\n{result.stderr[-3000:]}")
+    return Path(result.stdout.strip().splitlines()[-1])
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class TenantApi:
+    """A running API server and a kubectl that talks to it as the admin."""
+
+    bin: Path
+    kubeconfig: Path
+    url: str
+
+    def kubectl(
+        self, *args: str, stdin: str | None = None, as_user: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        command = [str(self.bin / "kubectl"), "--kubeconfig", str(self.kubeconfig), *args]
+        if as_user:
+            command.insert(3, f"--as={as_user}")
+        return subprocess.run(
+            command, input=stdin, capture_output=True, text=True, timeout=COMMAND_TIMEOUT, check=False
+        )
+
+    def apply(self, objects: list[dict[str, Any]], manager: str = "kamaji-hami-platform") -> str:
+        """Server-side apply, as pulumi-kubernetes does: the real API server validates and admits."""
+        document = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+        result = self.kubectl(
+            "apply", "--server-side", f"--field-manager={manager}", "-f", "-", stdin=document
+        )
+        if result.returncode != 0:
+            raise AssertionError(f"server-side apply refused:\n{result.stderr}")
+        return result.stdout
+
+    def get(self, *args: str) -> dict[str, Any]:
+        result = self.kubectl("get", *args, "-o", "json")
+        if result.returncode != 0:
+            raise AssertionError(result.stderr)
+        return json.loads(result.stdout)
+
+
+def _wait_ready(api: TenantApi, processes: list[subprocess.Popen], logs: list[Path]) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        for process, log in zip(processes, logs, strict=True):
+            if process.poll() is not None:
+                raise RuntimeError(f"{log.stem} exited ({process.returncode}):\n{log.read_text()[-3000:]}")
+        ready = api.kubectl("get", "--raw", "/readyz")
+        # The bootstrap RBAC roles and priority classes come from post-start hooks.
+        if (
+            ready.returncode == 0
+            and api.kubectl("get", "priorityclass", "system-node-critical").returncode == 0
+        ):
+            return
+        time.sleep(1)
+    raise RuntimeError(f"kube-apiserver not ready within {START_TIMEOUT}s:\n{logs[-1].read_text()[-3000:]}")
+
+
+@contextmanager
+def tenant_api(tenant: TenantConfig, bin_dir: Path) -> Iterator[TenantApi]:
+    """etcd + kube-apiserver for one tenant, on free loopback ports; stopped on exit."""
+    work = Path(tempfile.mkdtemp(prefix=f"sim-{tenant.name}-"))
+    processes: list[subprocess.Popen] = []
+    try:
+        subprocess.run(
+            ["openssl", "genrsa", "-out", str(work / "sa.key"), "2048"],
+            capture_output=True,
+            check=True,
+            timeout=COMMAND_TIMEOUT,
+        )
+        (work / "tokens.csv").write_text(f'{ADMIN_TOKEN},sim-admin,sim-admin,"system:masters"\n')
+        etcd_client, etcd_peer, api_port = free_port(), free_port(), free_port()
+        logs = [work / "etcd.log", work / "kube-apiserver.log"]
+        etcd = [
+            str(bin_dir / "etcd"),
+            "--data-dir",
+            str(work / "etcd"),
+            "--listen-client-urls",
+            f"http://127.0.0.1:{etcd_client}",
+            "--advertise-client-urls",
+            f"http://127.0.0.1:{etcd_client}",
+            "--listen-peer-urls",
+            f"http://127.0.0.1:{etcd_peer}",
+            "--initial-advertise-peer-urls",
+            f"http://127.0.0.1:{etcd_peer}",
+            "--initial-cluster",
+            f"default=http://127.0.0.1:{etcd_peer}",
+        ]
+        apiserver = [
+            str(bin_dir / "kube-apiserver"),
+            "--etcd-servers",
+            f"http://127.0.0.1:{etcd_client}",
+            "--bind-address",
+            "127.0.0.1",
+            "--secure-port",
+            str(api_port),
+            "--cert-dir",
+            str(work / "certs"),
+            "--token-auth-file",
+            str(work / "tokens.csv"),
+            *KAMAJI_APISERVER_DEFAULTS,
+            "--enable-admission-plugins",
+            ",".join(ADMISSION_CONTROLLERS),
+            "--service-cluster-ip-range",
+            tenant.service_cidr,
+            "--service-account-key-file",
+            str(work / "sa.key"),
+            "--service-account-signing-key-file",
+            str(work / "sa.key"),
+            "--api-audiences",
+            "https://kubernetes.default.svc.cluster.local",
+        ]
+        for command, log in zip((etcd, apiserver), logs, strict=True):
+            processes.append(
+                subprocess.Popen(
+                    command, stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=work, start_new_session=True
+                )
+            )
+            if command is etcd:
+                time.sleep(1)
+        url = f"https://127.0.0.1:{api_port}"
+        kubeconfig = work / "admin.kubeconfig"
+        kubeconfig.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "sim",
+                    "clusters": [
+                        {"name": "sim", "cluster": {"server": url, "insecure-skip-tls-verify": True}}
+                    ],
+                    "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": "admin"}}],
+                    "users": [{"name": "admin", "user": {"token": ADMIN_TOKEN}}],
+                }
+            )
+        )
+        kubeconfig.chmod(0o600)
+        api = TenantApi(bin_dir, kubeconfig, url)
+        _wait_ready(api, processes, logs)
+        yield api
+    finally:
+        for process in reversed(processes):
+            if process.poll() is None:
+                os.killpg(process.pid, 15)
+        for process in processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, 9)
+                process.wait(timeout=20)
+        shutil.rmtree(work, ignore_errors=True)
