@@ -53,13 +53,18 @@ def webhook_probe_manifest() -> str:
     return json.dumps(tcp, sort_keys=True, separators=(",", ":"))
 
 
+def _management_kubectl(node: str) -> str:
+    """A kubectl command line that reaches the management cluster, whatever ~/.kube/config says."""
+    return f"docker exec {node} {KIND_NODE_KUBECTL}"
+
+
 def kamaji_webhook_wait_script(management: ManagementConfig,
                                attempts: int = WEBHOOK_WAIT[0], interval: int = WEBHOOK_WAIT[1]) -> str:
     """Retry a server-side dry run of a TCP until Kamaji's webhooks accept it, or fail naming why."""
     node = shlex.quote(control_plane_container(management))
     probe = shlex.quote(webhook_probe_manifest())
     bound = attempts * interval
-    kubectl = f"docker exec {node} {KIND_NODE_KUBECTL}"
+    kubectl = _management_kubectl(node)
     check = (f"{kubectl} -n {KAMAJI_NAMESPACE} get pods,certificates;"
              f" {kubectl} -n {KAMAJI_NAMESPACE} logs deploy/kamaji")
     return f"""set -u
@@ -88,7 +93,7 @@ def tenant_admin_access_script(tenant: TenantConfig, management: ManagementConfi
     node = shlex.quote(control_plane_container(management))
     path = f"/tmp/{tenant.name}-admin-access.conf"
     bound = attempts * interval
-    kubectl = f"docker exec {node} {KIND_NODE_KUBECTL}"
+    kubectl = _management_kubectl(node)
     check = (f"{kubectl} -n {tenant.namespace} describe tcp {tenant.name};"
              f" {kubectl} -n {KAMAJI_NAMESPACE} logs deploy/kamaji")
     return f"""set -u
