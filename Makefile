@@ -114,5 +114,8 @@ e2e-lifecycle: check-tools venv
 lint: venv
 	$(VENV)/bin/ruff check .
 
-images:
-	@$(PYTHON) -m components.versions
+# Every pin, then every image the stack pulls (charts' and Kamaji's included): a mirror list.
+images: venv
+	@$(VENV)/bin/python -m components.versions
+	@echo
+	@$(VENV)/bin/python -m components.versions --images $(STACK)

@@ -91,11 +91,79 @@ def pinned_table() -> list[tuple[str, str]]:
     ]
 
 
+# Images the charts and Kamaji pull, read from their sources at the pinned versions.
+# quay.io/jetstack/cert-manager-<name>:<chart version> (the ACME solver only for ACME issuers).
+CERT_MANAGER_IMAGES = ("controller", "webhook", "cainjector", "startupapicheck")
+METALLB_FRR_IMAGE = "quay.io/frrouting/frr:10.4.1"  # chart 0.15.3 values: speaker.frr.enabled true
+# Kamaji 26.8.2-edge's Chart.lock pins kamaji-etcd 0.15.0: etcd v<appVersion 3.5.17>, and with
+# cert-manager its pre-install job runs clastix/kubectl:v<management major.minor> and etcd v3.5.6.
+KAMAJI_ETCD_IMAGE = "quay.io/coreos/etcd:v3.5.17"
+KAMAJI_ETCD_JOB_IMAGES = ("quay.io/coreos/etcd:v3.5.6",)
+KAMAJI_ETCD_KUBECTL_REPOSITORY = "docker.io/clastix/kubectl"
+# HAMi 2.10.0: global.imageTag, and on Kubernetes >= 1.22 the certgen job's `imageNew`.
+HAMI_IMAGES = ("docker.io/projecthami/hami:v2.10.0", "docker.io/liangjw/kube-webhook-certgen:v1.1.1")
+# Kamaji builds its addons with kubeadm v1.36.3 (its go.mod): CoreDNS v1.14.2
+# (cmd/kubeadm/app/constants); Konnectivity images are v0.<tenant minor>.0
+# (internal/builders/controlplane/konnectivity_server.go, internal/resources/konnectivity/agent.go).
+COREDNS_IMAGE = "registry.k8s.io/coredns/coredns:v1.14.2"
+KONNECTIVITY_IMAGES = ("registry.k8s.io/kas-network-proxy/proxy-server",
+                       "registry.k8s.io/kas-network-proxy/proxy-agent")
+CONTROL_PLANE_IMAGES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+
+
+def _minor(version: str) -> int:
+    return int(version.lstrip("v").split(".")[1])
+
+
+def images(tenant_versions: list[str]) -> list[tuple[str, str]]:
+    """Every image the platform pulls for tenants of these versions: (where, image), sorted.
+
+    The list an air-gapped mirror needs: the node image, the charts' images (cert-manager,
+    MetalLB, Kamaji and kamaji-etcd, HAMi), what Kamaji runs per tenant (control plane pods,
+    CoreDNS, Konnectivity) and what the platform deploys itself.
+    """
+    management_minor = KIND_NODE_VERSION.rsplit(".", 1)[0]
+    rows = {
+        ("kind node (management and workers)", KIND_NODE_IMAGE),
+        *{("cert-manager chart", f"quay.io/jetstack/cert-manager-{name}:{CERT_MANAGER_CHART.version}")
+          for name in CERT_MANAGER_IMAGES},
+        ("MetalLB chart", f"quay.io/metallb/controller:v{METALLB_CHART.version}"),
+        ("MetalLB chart", f"quay.io/metallb/speaker:v{METALLB_CHART.version}"),
+        ("MetalLB chart", METALLB_FRR_IMAGE),
+        ("Kamaji chart", f"docker.io/clastix/kamaji:{KAMAJI_IMAGE_TAG}"),
+        ("kamaji-etcd chart", KAMAJI_ETCD_IMAGE),
+        *{("kamaji-etcd chart (job)", image) for image in KAMAJI_ETCD_JOB_IMAGES},
+        ("kamaji-etcd chart (job)", f"{KAMAJI_ETCD_KUBECTL_REPOSITORY}:{management_minor}"),
+        *{("HAMi chart", image) for image in HAMI_IMAGES},
+        ("tenant CoreDNS (Kamaji addon)", COREDNS_IMAGE),
+        ("tenant CNI", KINDNET_IMAGE),
+        ("GPU capacity agent", KUBECTL_IMAGE),
+        ("live suite probes", E2E_PROBE_IMAGE),
+    }
+    for version in sorted(set(tenant_versions)):
+        rows |= {("tenant control plane (Kamaji)", f"registry.k8s.io/{name}:{version}")
+                 for name in CONTROL_PLANE_IMAGES}
+        rows |= {("tenant Konnectivity (Kamaji addon)", f"{image}:v0.{_minor(version)}.0")
+                 for image in KONNECTIVITY_IMAGES}
+        rows.add(("tenant kube-proxy", f"{KUBE_PROXY_IMAGE_REPOSITORY}:{version}"))
+        scheduler = f"{KUBE_SCHEDULER_IMAGE_REGISTRY}/{KUBE_SCHEDULER_IMAGE_REPOSITORY}:{version}"
+        rows.add(("HAMi kube-scheduler", scheduler))
+        rows.add(("tenant workers", kind_node_image(version)))
+    return sorted(rows, key=lambda row: (row[1], row[0]))
+
+
 if __name__ == "__main__":
     import sys
 
-    # `python -m components.versions KIND_CLI_VERSION` prints one pin (for the Makefile).
-    if len(sys.argv) > 1:
+    # `python -m components.versions KIND_CLI_VERSION` prints one pin (for the Makefile);
+    # `python -m components.versions --images dev` every image the stack `dev` pulls.
+    if len(sys.argv) > 2 and sys.argv[1] == "--images":
+        from components.gpu import load_stack
+
+        platform = load_stack(sys.argv[2])
+        for where, image in images([t.kubernetes_version for t in platform.tenants]):
+            print(f"{image:90} {where}")
+    elif len(sys.argv) > 1:
         print(globals()[sys.argv[1]])
     else:
         for component, pin in pinned_table():

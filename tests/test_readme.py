@@ -28,3 +28,20 @@ def test_every_pin_is_listed(pin):
                             "management.kamajiEtcdReplicas", "referencePod"])
 def test_every_config_key_is_documented(key):
     assert f"`{key}" in README
+
+
+def test_images_cover_charts_kamaji_addons_and_every_tenant_version():
+    """`make images` is a mirror list: every chart's images, Kamaji's per-tenant images for
+    each tenant version, and the platform's own, each pinned by tag or digest."""
+    listed = [image for _, image in versions.images(["v1.35.0", "v1.36.1"])]
+    for expected in ("quay.io/jetstack/cert-manager-webhook:" + versions.CERT_MANAGER_CHART.version,
+                     f"quay.io/metallb/speaker:v{versions.METALLB_CHART.version}",
+                     f"docker.io/clastix/kamaji:{versions.KAMAJI_IMAGE_TAG}",
+                     "docker.io/projecthami/hami:v2.10.0",
+                     "registry.k8s.io/kas-network-proxy/proxy-agent:v0.36.0",
+                     "registry.k8s.io/kube-apiserver:v1.36.1", "kindest/node:v1.36.1",
+                     versions.KIND_NODE_IMAGE, versions.KINDNET_IMAGE, versions.COREDNS_IMAGE):
+        assert expected in listed, expected
+    for image in listed:
+        name = image.split("@")[0].rsplit("/", 1)[-1]
+        assert ":" in name and not name.endswith(":latest"), image
