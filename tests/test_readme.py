@@ -45,3 +45,13 @@ def test_images_cover_charts_kamaji_addons_and_every_tenant_version():
     for image in listed:
         name = image.split("@")[0].rsplit("/", 1)[-1]
         assert ":" in name and not name.endswith(":latest"), image
+
+
+def test_the_sim_toolchain_pins_are_listed():
+    """The Go modules the sim tier builds are pinned in their go.mod files; the README names them."""
+    import re
+    from pathlib import Path
+
+    for go_mod in sorted(Path(__file__).resolve().parent.parent.glob("toolchain/sim/*/go.mod")):
+        for module, version in re.findall(r"^require ([\w./-]+) (v[\w.-]+)$", go_mod.read_text(), re.M):
+            assert f"`{module}` `{version}`" in README, (go_mod, module)
