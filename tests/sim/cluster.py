@@ -73,12 +73,21 @@ class TenantApi:
             command, input=stdin, capture_output=True, text=True, timeout=COMMAND_TIMEOUT, check=False
         )
 
-    def apply(self, objects: list[dict[str, Any]], manager: str = "kamaji-hami-platform") -> str:
-        """Server-side apply, as pulumi-kubernetes does: the real API server validates and admits."""
+    def try_apply(
+        self, objects: list[dict[str, Any]], manager: str = "kamaji-hami-platform", force: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        """Server-side apply, as pulumi-kubernetes does (`force`: as with pulumi.com/patchForce)."""
         document = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
-        result = self.kubectl(
-            "apply", "--server-side", f"--field-manager={manager}", "-f", "-", stdin=document
+        flags = ["--force-conflicts"] if force else []
+        return self.kubectl(
+            "apply", "--server-side", f"--field-manager={manager}", *flags, "-f", "-", stdin=document
         )
+
+    def apply(
+        self, objects: list[dict[str, Any]], manager: str = "kamaji-hami-platform", force: bool = False
+    ) -> str:
+        """Server-side apply that must succeed: the real API server validates and admits."""
+        result = self.try_apply(objects, manager, force)
         if result.returncode != 0:
             raise AssertionError(f"server-side apply refused:\n{result.stderr}")
         return result.stdout

@@ -240,3 +240,47 @@ def test_the_key_the_platform_refuses_is_enforced_by_nobody(api):
     pod["metadata"]["namespace"] = "unguarded"
     result = api.kubectl("create", "-f", "-", stdin=json.dumps(pod))
     assert result.returncode == 0, result.stderr
+
+
+QUOTA_NS_MANAGER = "pulumi-namespacepatch"  # a Patch resource's own field manager
+
+
+def test_a_quota_namespace_that_exists_is_adopted_and_outlives_its_quota(api):
+    """What a NamespacePatch does: server-side apply of the platform's label to a namespace someone
+    else created (no AlreadyExists), and on delete a relinquishing apply (pulumi-kubernetes
+    provider/pkg/ssa Relinquish) that removes only that label: the namespace and its contents stay."""
+    created = api.kubectl("create", "namespace", "team-x")
+    assert created.returncode == 0, created.stderr
+    assert api.kubectl("label", "namespace", "team-x", "owner=team-x").returncode == 0
+    api.apply([default_service_account("team-x")], manager="team-x")
+    labels = hami_render.quota_namespace_metadata("team-x")["labels"]
+    api.apply([namespace("team-x", labels)], manager=QUOTA_NS_MANAGER)
+    assert api.get("namespace", "team-x")["metadata"]["labels"].items() >= labels.items()
+
+    api.apply([namespace("team-x")], manager=QUOTA_NS_MANAGER)  # relinquish: own no field
+    live = api.get("namespace", "team-x")["metadata"]["labels"]
+    assert not set(labels) & set(live), live
+    assert live["owner"] == "team-x"
+    assert api.get("serviceaccount", "default", "-n", "team-x")["metadata"]["name"] == "default"
+
+
+def test_patch_force_takes_back_exactly_the_platforms_node_fields(api, platform, nodes):
+    """A label edited by hand conflicts with the platform's next server-side apply (Patch resources
+    do not force by default: every later `up` would fail); with pulumi.com/patchForce the
+    platform's own fields come back, and what HAMi writes on the node stays."""
+    tenant = platform.tenants[0]
+    node, cards = next(iter(tenant_devices(tenant, platform.management.name).items()))
+    metadata = hami_render.gpu_node_metadata(node, cards, mock=True)
+    node_object = {"apiVersion": "v1", "kind": "Node", "metadata": metadata}
+    api.apply([node_object], manager="platform-gpus")
+    assert api.kubectl("label", "node", node, "gpu=off", "--overwrite").returncode == 0
+    handshake = {"metadata": {"annotations": {"hami.io/node-handshake": "Requesting_2026-12-02 10:00:00"}}}
+    assert api.kubectl("patch", "node", node, "--type=merge", "-p", json.dumps(handshake)).returncode == 0
+
+    plain = api.try_apply([node_object], manager="platform-gpus")
+    assert plain.returncode != 0 and "conflict" in plain.stderr.lower(), plain.stderr
+    assert metadata["annotations"]["pulumi.com/patchForce"] == "true"
+    api.apply([node_object], manager="platform-gpus", force=True)
+    live = api.get("node", node)["metadata"]
+    assert live["labels"]["gpu"] == "on"
+    assert live["annotations"]["hami.io/node-handshake"].startswith("Requesting_")
