@@ -23,14 +23,17 @@ def make(target: str, tools: Path, *args: str) -> subprocess.CompletedProcess[st
 @pytest.fixture
 def tools(tmp_path: Path) -> Path:
     for tool in ("docker", "pulumi"):
-        (tmp_path / tool).write_text("#!/bin/sh\nexit 0\n")
-        (tmp_path / tool).chmod(0o755)
+        fake_tool(tmp_path, tool, "exit 0")
     return tmp_path
 
 
+def fake_tool(tools: Path, name: str, script: str) -> None:
+    (tools / name).write_text(f"#!/bin/sh\n{script}\n")
+    (tools / name).chmod(0o755)
+
+
 def fake_kind(tools: Path, version: str) -> None:
-    (tools / "kind").write_text(f'#!/bin/sh\necho "kind {version} go1.25.5 linux/amd64"\n')
-    (tools / "kind").chmod(0o755)
+    fake_tool(tools, "kind", f'echo "kind {version} go1.25.5 linux/amd64"')
 
 
 def test_up_warns_with_the_fix_when_kind_is_another_release(tools):
@@ -53,8 +56,7 @@ def test_forget_lost_cluster_runs_the_recovery_command_for_the_stack(tools):
 
 
 def fake_pulumi(tools: Path, version: str) -> None:
-    (tools / "pulumi").write_text(f'#!/bin/sh\n[ "$1" = version ] && echo "v{version}"\nexit 0\n')
-    (tools / "pulumi").chmod(0o755)
+    fake_tool(tools, "pulumi", f'[ "$1" = version ] && echo "v{version}"\nexit 0')
 
 
 def test_an_old_pulumi_cli_is_refused_naming_the_version_needed(tools):

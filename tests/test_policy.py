@@ -205,7 +205,10 @@ def run_policies(pack, regs, props=fresh_preview_props) -> list[str]:
                                    "additionalSecretOutputs", [])))
 
     violations: list[str] = []
-    report = lambda message, urn=None: violations.append(message)  # noqa: E731
+
+    def report(message: str, urn: str | None = None) -> None:
+        violations.append(message)
+
     custom = [reg for reg in regs if reg.custom]
     for policy in pack.policies():
         if isinstance(policy, ResourceValidationPolicy):
