@@ -60,6 +60,7 @@ class Registration:
     inputs: dict[str, Any]
     wire: dict[str, Any]
     options: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, Any] = field(default_factory=dict)
 
 
 def tenant_lb_address(resource_name: str) -> str:
@@ -68,14 +69,22 @@ def tenant_lb_address(resource_name: str) -> str:
 
 
 class PlatformMocks(pulumi.runtime.Mocks):
-    """Outputs that the real providers would compute, with sentinels for secrets."""
+    """Outputs that the real providers would compute, with sentinels for secrets.
+
+    `control_plane_uid=False`: TenantControlPlanes come back without a UID, as when
+    pulumi-kubernetes cannot dry-run an update in preview and returns the inputs.
+    """
+
+    def __init__(self, control_plane_uid: bool = True) -> None:
+        super().__init__()
+        self.control_plane_uid = control_plane_uid
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
         outputs = dict(args.inputs)
         if args.typ == "command:local:Command":
             outputs["stdout"] = self._command_stdout(args.name)
             outputs["stderr"] = ""
-        elif args.typ.endswith(":TenantControlPlane"):
+        elif args.typ.endswith(":TenantControlPlane") and self.control_plane_uid:
             outputs["metadata"] = {**outputs.get("metadata", {}), "uid": f"uid-{args.name}"}
         elif args.typ == "kubernetes:core/v1:Secret" and args.resource_id:
             kubeconfig = fake_kubeconfig(f"https://{tenant_lb_address(args.name)}:6443",
@@ -100,19 +109,27 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         super().__init__(mocks)
         self.registrations: list[Registration] = []
 
-    def _record(self, request: Any, urn: str, custom: bool, options: dict[str, Any]) -> None:
+    def _record(self, request: Any, response: Any, custom: bool, options: dict[str, Any]) -> None:
         wire = json_format.MessageToDict(request.object if hasattr(request, "object")
                                          else request.properties)
         inputs = _plain(wire)
+        state = response.properties if hasattr(response, "properties") else response.object
+        outputs = _plain(json_format.MessageToDict(state))
         self.registrations.append(Registration(
-            type=request.type, name=request.name, urn=urn, parent=request.parent,
+            type=request.type, name=request.name, urn=response.urn, parent=request.parent,
             provider=request.provider, dependencies=list(getattr(request, "dependencies", [])),
-            custom=custom, inputs=inputs, wire=wire, options=options))
+            custom=custom, inputs=inputs, wire=wire, options=options, outputs=outputs))
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
-            self._record(request, response.urn, bool(request.custom), {
+            self._record(request, response, bool(request.custom), {
+                # Effective values: the SDK has already applied what a child inherits from its
+                # parent (protect, providers; pulumi sdk/python/lib/pulumi/resource.py).
+                "protect": request.protect if request.HasField("protect") else False,
+                "replacementTrigger": (json_format.MessageToDict(request.replacement_trigger)
+                                       if request.HasField("replacement_trigger") else None),
+                "importId": request.importId,
                 "deleteBeforeReplace": request.deleteBeforeReplace,
                 "additionalSecretOutputs": list(request.additionalSecretOutputs),
                 "customTimeouts": json_format.MessageToDict(request.customTimeouts),
@@ -124,12 +141,14 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 "retainOnDelete": request.retainOnDelete,
                 "replaceOnChanges": list(request.replaceOnChanges),
                 "ignoreChanges": list(request.ignoreChanges),
+                "hideDiffs": list(request.hideDiffs),
+                "aliases": [json_format.MessageToDict(a) for a in request.aliases] + list(request.aliasURNs),
             })
         return response
 
     def ReadResource(self, request: Any) -> Any:
         response = super().ReadResource(request)
-        self._record(request, response.urn, True, {"read": True, "id": request.id})
+        self._record(request, response, True, {"read": True, "id": request.id})
         return response
 
 
@@ -222,14 +241,14 @@ def _resolve_exports() -> tuple[dict[str, Any], set[str]]:
 
 
 def run_program(config: dict[str, Any], preview: bool = False,
-                stack: str = "dev") -> Program:
+                stack: str = "dev", mocks: PlatformMocks | None = None) -> Program:
     """Run `__main__.py` once under fresh mocks with this (unprefixed) config."""
     pulumi_settings.ROOT.set(None)
     pulumi.runtime.set_all_config(
         {f"{PROJECT}:{key}": json.dumps(value) for key, value in config.items()})
-    monitor = RecordingMonitor(PlatformMocks())
-    pulumi.runtime.set_mocks(PlatformMocks(), project=PROJECT, stack=stack, preview=preview,
-                             monitor=monitor)
+    mocks = mocks or PlatformMocks()
+    monitor = RecordingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
     pulumi_settings.SETTINGS.rpc_manager.clear()
     pulumi_settings.SETTINGS.outputs.clear()
     _sync_await(run_pulumi_func(lambda: runpy.run_path(str(MAIN), run_name="__main__")))

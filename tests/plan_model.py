@@ -1,33 +1,52 @@
-"""What `pulumi up` would do when the stack config changes, from two mock runs of the program.
+"""What `pulumi preview`/`up` would plan when the stack config changes, from two mock runs.
 
-Mocks do not plan, so this emulates the engine's step generator over the registrations of
-a run before and a run after a change, with each provider's replace rules:
+Mocks do not plan, so this emulates the engine's step generator (pulumi/pulumi v3.276.0
+pkg/resource/deploy/step_generator.go) over the registrations of a run before and a run
+after a change, with each provider's replace rules:
 
-- a resource that is new is created; one that is gone is deleted (when it is `deleted_with` a
-  resource deleted too, the engine still plans the delete but skips the provider call: the
-  other's delete takes it along; pulumi/pulumi pkg/resource/deploy/step.go);
-- an existing resource is replaced when its provider is replaced, a resource in its
-  `replace_with` list or its `deleted_with` resource is replaced
-  (pulumi/pulumi pkg/resource/deploy/step_generator.go `diff`,
-  `calculateDependentReplacements`), or when a replace-key input changes: `triggers`
-  of a Command (pulumi-command v1.2.1 provider/pkg/provider/common/inputs.go
-  `provider:"replaceOnChanges"`), `clusterIdentifier` of a kubernetes provider,
-  `.metadata.name`/`.metadata.namespace` of a Kubernetes object, `name`/`namespace`
-  of a Helm release (pulumi-kubernetes provider.go and helm_release.go `forceNewFields`);
+- a new resource is created; one that is gone is deleted, unless protected: then the
+  delete is refused, in preview too (step.go `DeleteStep.Apply` checks `protect` before
+  it looks at DryRun). When it is `deleted_with` a resource deleted too, the engine plans
+  the delete but skips the provider call;
+- an existing resource is replaced when a resource in its `replace_with` list or its
+  `deleted_with` resource is replaced, when its provider is replaced (`diff`), or when its
+  provider's diff says so:
+  - `command:local:Command`: a changed `triggers` (pulumi-command v1.2.1
+    provider/pkg/provider/common/inputs.go `provider:"replaceOnChanges"`);
+  - `pulumi:providers:kubernetes`: a changed or unknown `clusterIdentifier`
+    (pulumi-kubernetes v4.32.0 provider/pkg/provider/provider.go `DiffConfig`);
+  - `kubernetes:helm.sh/v3:Release`: `name`, `namespace` (helm_release.go `forceNewFields`);
+  - any other `kubernetes:` object: `metadata.name`/`metadata.namespace` and its kind's
+    forced-replacement fields (provider/pkg/provider/diff.go `forceNew`): ConfigMap `data`
+    and `binaryData` unless the provider sets `enableConfigMapMutable`, Secret likewise with
+    `enableSecretMutable`, DaemonSet/Deployment `spec.selector`, ClusterRoleBinding and
+    RoleBinding `roleRef`, ResourceQuota `spec.scopes`, Service `spec.clusterIP`, Job
+    `spec.template`...; Patch resources only their identity. A named object replaced for
+    one of these is deleted first (provider.go `Diff`: `deleteBeforeReplace` for a fixed,
+    unchanged name);
   any other changed input is an update;
 - an input that depends (propertyDependencies) on a resource being replaced is unknown
-  until that replacement exists, so it counts as changed: this is how a new kind
-  cluster reaches everything built on it, as in the engine.
+  until that replacement exists, so it counts as changed;
+- a replacement of a protected resource (protected before and after) is refused
+  (`unable to replace resource ... marked for protection`): a preview reports it and goes
+  on, so every refusal of one change shows; `up` stops there;
+- a delete-before-replace resource is deleted before its replacement is created, and first
+  what cannot outlive it (`calculateDependentReplacements`): its transitive dependents whose
+  provider, `deleted_with` resource or replace-key input depends on a resource being
+  deleted, plus the resources that name *it* in `replace_with` or `deleted_with`
+  (`findDependentCascadeReplacements`, the root's only: `replace_with` is not followed
+  through the dependents). A protected one among them is refused.
 
-Steps come in the order the program registers resources, which follows dependencies. A
-delete-before-replace resource is deleted before its replacement is created, and first
-everything that cannot outlive it is deleted: what names it in `replace_with` or
-`deleted_with`, what uses it as provider, what has a replace-key input computed from it,
-transitively (step_generator.go `findDependentCascadeReplacements`,
-`calculateDependentReplacements`); each of those is created again when the program registers
-it. Deletions of removed resources come last, in reverse order. The order between steps of
-resources that do not depend on each other is not the engine's (it runs those in parallel):
-tests assert order only along dependencies.
+The model knows the options above and `replace_on_changes` (a changed value at one of its
+paths replaces: the engine's `applyReplaceOnChanges`). A program that uses one it does not
+model (`ignore_changes`, `replacement_trigger`, `import`, `aliases`, `hide_diffs`) makes
+`plan` raise, instead of planning something the engine would not.
+Options a child inherits from its parent (protect, providers) arrive already applied in
+each registration (pulumi sdk/python/lib/pulumi/resource.py), so the model sees them.
+
+Steps come in the order the program registers resources, which follows dependencies; the
+order between steps of independent resources is not the engine's (it runs those in
+parallel): tests assert order only along dependencies.
 """
 
 from __future__ import annotations
@@ -40,15 +59,51 @@ from tests.harness import Program, Registration
 COMMAND = "command:local:Command"
 KUBERNETES_PROVIDER = "pulumi:providers:kubernetes"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
-REPLACE_KEYS = {COMMAND: ("triggers",), KUBERNETES_PROVIDER: ("clusterIdentifier",),
-                HELM_RELEASE: ("name", "namespace")}
-KUBERNETES_IDENTITY = ("name", "namespace")
 CHANGED = object()  # an input whose value is unknown until a replacement exists
+REFUSED = "refused"
+
+# Options the model does not emulate: a registration using one fails the plan loudly.
+UNMODELED_OPTIONS = ("ignoreChanges", "replacementTrigger", "importId", "hideDiffs")
+
+# pulumi-kubernetes v4.32.0 provider/pkg/provider/diff.go `forceNew`, for the kinds a program
+# may register (group/version/kind -> forced-replacement field paths besides the identity).
+_SELECTOR = (".spec.selector",)
+FORCE_NEW: dict[str, tuple[str, ...]] = {
+    "core/v1:ConfigMap": (),  # data/binaryData: see _force_new_fields
+    "core/v1:Secret": (".type",),
+    "core/v1:Namespace": (),
+    "core/v1:ServiceAccount": (),
+    "core/v1:ResourceQuota": (".spec.scopes",),
+    "core/v1:Service": (".spec.clusterIP",),
+    "apps/v1:DaemonSet": _SELECTOR,
+    "apps/v1:Deployment": _SELECTOR,
+    "apps/v1:StatefulSet": (".spec.podManagementPolicy", ".spec.revisionHistoryLimit", *_SELECTOR,
+                            ".spec.serviceName", ".spec.volumeClaimTemplates"),
+    "batch/v1:Job": (".spec.completions", ".spec.parallelism", *_SELECTOR, ".spec.template"),
+    "batch/v1:CronJob": (),
+    "networking.k8s.io/v1:NetworkPolicy": (),
+    "rbac.authorization.k8s.io/v1:ClusterRole": (),
+    "rbac.authorization.k8s.io/v1:Role": (),
+    "rbac.authorization.k8s.io/v1:ClusterRoleBinding": (".roleRef",),
+    "rbac.authorization.k8s.io/v1:RoleBinding": (".roleRef",),
+    # Custom resources: only their identity (no entry in `forceNew`).
+    "kamaji.clastix.io/v1alpha1:TenantControlPlane": (),
+    "metallb.io/v1beta1:IPAddressPool": (),
+    "metallb.io/v1beta1:L2Advertisement": (),
+}
+IDENTITY = (".metadata.name", ".metadata.namespace")
+MUTABLE_FLAGS = {"core/v1:ConfigMap": ("enableConfigMapMutable", (".data", ".binaryData")),
+                 "core/v1:Secret": ("enableSecretMutable", (".stringData", ".data"))}
+
+
+class UnmodeledOption(AssertionError):
+    """The program uses a resource option the plan model does not emulate."""
 
 
 @dataclass(frozen=True)
 class Step:
-    """One planned step: op is create, update, replace, delete, delete-replaced or create-replacement."""
+    """One planned step: op is create, update, replace, delete, delete-replaced,
+    create-replacement, discard, or refused (the engine refuses it: protect)."""
 
     op: str
     name: str
@@ -63,6 +118,46 @@ def _provider_urn(reg: Registration) -> str:
     return reg.provider.rsplit("::", 1)[0] if reg.provider else ""
 
 
+def _kind(reg: Registration) -> str:
+    return reg.type.removeprefix("kubernetes:")
+
+
+def _is_kubernetes_object(reg: Registration) -> bool:
+    return reg.type.startswith("kubernetes:") and reg.type != HELM_RELEASE
+
+
+def _check_modeled(reg: Registration) -> None:
+    used = [option for option in UNMODELED_OPTIONS if reg.options.get(option)]
+    if used:
+        raise UnmodeledOption(f"{reg.name} uses {', '.join(used)}, which tests/plan_model.py does not "
+                              "emulate: model it (with its engine source) before planning with it")
+    if _is_kubernetes_object(reg) and not _kind(reg).endswith("Patch") and _kind(reg) not in FORCE_NEW:
+        raise UnmodeledOption(f"{reg.name}: kind {_kind(reg)} has no forced-replacement fields in the model "
+                              "(pulumi-kubernetes provider/pkg/provider/diff.go)")
+
+
+def _urn(stack_project: str, parent: str, type_: str, name: str) -> str:
+    """A URN as the mock monitor builds it (pulumi/runtime/mocks.py `make_urn`)."""
+    if parent:
+        type_ = parent.split("::")[2].split("$").pop() + "$" + type_
+    return f"{stack_project}::{type_}::{name}"
+
+
+def alias_urns(reg: Registration) -> list[str]:
+    """The URNs this registration may have had before: its `aliases` (pulumi sdk
+    alias specs: a changed name, type or parent; a missing part is the resource's own)."""
+    stack_project = "::".join(reg.urn.split("::")[:2])
+    urns = []
+    for alias in reg.options.get("aliases", []):
+        if isinstance(alias, str):
+            urns.append(alias)
+            continue
+        spec = alias.get("spec", {})
+        parent = "" if spec.get("noParent") else (spec.get("parentUrn") or reg.parent)
+        urns.append(_urn(stack_project, parent, spec.get("type", reg.type), spec.get("name", reg.name)))
+    return urns
+
+
 def _inputs_after(reg: Registration, replaced: set[str]) -> dict[str, Any]:
     """The new inputs, with every input that depends on a replaced resource marked unknown."""
     inputs = dict(reg.inputs)
@@ -72,106 +167,220 @@ def _inputs_after(reg: Registration, replaced: set[str]) -> dict[str, Any]:
     return inputs
 
 
-def _replace_keys(reg: Registration, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    keys = [k for k in REPLACE_KEYS.get(reg.type, ()) if old.get(k) != new.get(k)]
-    if reg.type.startswith("kubernetes:") and reg.type != HELM_RELEASE:
-        old_meta, new_meta = old.get("metadata"), new.get("metadata")
-        if new_meta is CHANGED:
-            keys.append("metadata")
-        elif isinstance(old_meta, dict) and isinstance(new_meta, dict):
-            keys += [f"metadata.{k}" for k in KUBERNETES_IDENTITY if old_meta.get(k) != new_meta.get(k)]
-    return keys
+def _at(obj: Any, path: str) -> Any:
+    """The value at a `.a.b` path; CHANGED where an unknown lies on the way."""
+    for key in path.strip(".").split("."):
+        if obj is CHANGED:
+            return CHANGED
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
 
 
-def _why_replaced(reg: Registration, before: Registration, replaced: set[str],
-                  names: dict[str, str]) -> str | None:
-    provider = _provider_urn(reg)
-    if provider in replaced:
-        return f"its provider {names[provider]} is replaced"
-    for urn in reg.options.get("replaceWith", []):
-        if urn in replaced:
-            return f"replace_with {names[urn]}"
-    deleted_with = reg.options.get("deletedWith")
-    if deleted_with and deleted_with in replaced:
-        return f"deleted_with {names[deleted_with]}"
-    keys = _replace_keys(reg, before.inputs, _inputs_after(reg, replaced))
-    return f"{', '.join(keys)} changed" if keys else None
+def _flag(providers: dict[str, Registration], reg: Registration, flag: str) -> bool:
+    provider = providers.get(_provider_urn(reg))
+    return provider is not None and str(provider.inputs.get(flag, "")).lower() == "true"
 
 
-def _cascade(root: str, before: list[Registration], already: set[str]) -> list[Registration]:
-    """What must be deleted before `root` is, for a delete-before-replace of it, transitively."""
-    doomed = {root}
-    found: list[Registration] = []
-    changed = True
-    while changed:
-        changed = False
-        for reg in before:
-            if reg.urn in doomed or reg.urn in already or not reg.custom or reg.options.get("read"):
+def _force_new_fields(reg: Registration, providers: dict[str, Registration]) -> tuple[str, ...]:
+    if reg.type == HELM_RELEASE:
+        return (".name", ".namespace")
+    if _kind(reg).endswith("Patch"):
+        return IDENTITY  # Patch resources update everything else in place (provider.go `Diff`)
+    fields = IDENTITY + FORCE_NEW[_kind(reg)]
+    if _kind(reg) in MUTABLE_FLAGS:
+        flag, data = MUTABLE_FLAGS[_kind(reg)]
+        if not _flag(providers, reg, flag):
+            fields += data
+    return fields
+
+
+def _replace_on_changes(reg: Registration, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """`replace_on_changes` paths whose value changed (the engine's applyReplaceOnChanges; the
+    Command SDK itself sets `triggers[*]`, pulumi_command/local/command.py)."""
+    paths = [path.replace("[*]", "") for path in reg.options.get("replaceOnChanges", [])]
+    return [path for path in paths if _at(old, path) != _at(new, path)]
+
+
+def _replace_keys(reg: Registration, old: dict[str, Any], new: dict[str, Any],
+                  providers: dict[str, Registration]) -> list[str]:
+    """The inputs whose change makes the provider (or `replace_on_changes`) replace this resource."""
+    keys = set(_provider_replace_keys(reg, old, new, providers)) | set(_replace_on_changes(reg, old, new))
+    return sorted(keys)
+
+
+def _provider_replace_keys(reg: Registration, old: dict[str, Any], new: dict[str, Any],
+                           providers: dict[str, Registration]) -> list[str]:
+    if reg.type == COMMAND:
+        return ["triggers"] if old.get("triggers") != new.get("triggers") else []
+    if reg.type == KUBERNETES_PROVIDER:
+        changed = old.get("clusterIdentifier") != new.get("clusterIdentifier")
+        return ["clusterIdentifier"] if changed else []
+    if reg.type.startswith("kubernetes:"):
+        return [path.lstrip(".") for path in _force_new_fields(reg, providers)
+                if _at(old, path) != _at(new, path)]
+    return []
+
+
+def _replace_key_paths(reg: Registration, providers: dict[str, Registration]) -> tuple[str, ...]:
+    """Top-level inputs whose unknown value makes the provider replace (for cascades)."""
+    on_changes = tuple(path.replace("[*]", "").split(".")[0]
+                       for path in reg.options.get("replaceOnChanges", []))
+    return _provider_replace_key_paths(reg, providers) + on_changes
+
+
+def _provider_replace_key_paths(reg: Registration, providers: dict[str, Registration]) -> tuple[str, ...]:
+    if reg.type == COMMAND:
+        return ("triggers",)
+    if reg.type == KUBERNETES_PROVIDER:
+        return ("clusterIdentifier",)
+    if reg.type.startswith("kubernetes:"):
+        return tuple({path.strip(".").split(".")[0] for path in _force_new_fields(reg, providers)})
+    return ()
+
+
+def _providers(program: Program) -> dict[str, Registration]:
+    return {reg.urn: reg for reg in program.registrations if reg.type.startswith("pulumi:providers:")}
+
+
+class _Planner:
+    def __init__(self, before: Program, after: Program, ignore_protect: bool) -> None:
+        self.before, self.after = before, after
+        self.ignore_protect = ignore_protect
+        self.old = {reg.urn: reg for reg in before.registrations}
+        self.names = {reg.urn: reg.name for reg in [*before.registrations, *after.registrations]}
+        self.old_providers = _providers(before)
+        self.new_providers = _providers(after)
+        self.replaced: set[str] = set()
+        self.deleted_early: set[str] = set()
+        self.steps: list[Step] = []
+
+    def why_replaced(self, reg: Registration, previous: Registration) -> tuple[str | None, bool]:
+        """(why it is replaced, whether the provider asks to delete first)."""
+        for urn in reg.options.get("replaceWith", []):
+            if urn in self.replaced:
+                return f"replace_with {self.names[urn]}", False
+        deleted_with = reg.options.get("deletedWith")
+        if deleted_with and deleted_with in self.replaced:
+            return f"deleted_with {self.names[deleted_with]}", False
+        provider = _provider_urn(reg)
+        if provider in self.replaced:
+            return f"its provider {self.names[provider]} is replaced", False
+        keys = _replace_keys(reg, previous.inputs, _inputs_after(reg, self.replaced), self.new_providers)
+        if not keys:
+            return None, False
+        # pulumi-kubernetes deletes a fixed-name object first; Helm releases and others not.
+        return f"{', '.join(keys)} changed", _is_kubernetes_object(reg)
+
+    def requires_replacement(self, reg: Registration, doomed: set[str]) -> bool:
+        """calculateDependentReplacements' requiresReplacement: provider, deleted_with, or a
+        replace-key input computed from a doomed resource (replace_with is not followed)."""
+        if not reg.custom or reg.options.get("read"):
+            return False
+        if _provider_urn(reg) in doomed or reg.options.get("deletedWith") in doomed:
+            return True
+        computed = {key for key, deps in reg.options.get("propertyDependencies", {}).items()
+                    if doomed & set(deps)}
+        return bool(computed & set(_replace_key_paths(reg, self.old_providers)))
+
+    def depends_on(self, reg: Registration, urns: set[str]) -> bool:
+        """Whether reg (in the old state) depends on any of urns, directly."""
+        edges = set(reg.dependencies) | {_provider_urn(reg)} | {reg.parent}
+        edges |= {u for deps in reg.options.get("propertyDependencies", {}).values() for u in deps}
+        if reg.options.get("deletedWith"):
+            edges.add(reg.options["deletedWith"])
+        return bool(edges & urns)
+
+    def cascade(self, root: Registration) -> list[Registration]:
+        """What must be deleted before `root` is, for a delete-before-replace of it."""
+        doomed, dependents, found = {root.urn}, {root.urn}, []
+        for reg in self.before.registrations:  # old-state order is dependency order
+            if reg.urn in doomed or reg.urn in self.deleted_early or not self.depends_on(reg, dependents):
                 continue
-            computed = {key for key, deps in reg.options.get("propertyDependencies", {}).items()
-                        if doomed & set(deps)}
-            if (doomed & set(reg.options.get("replaceWith", []))
-                    or reg.options.get("deletedWith") in doomed or _provider_urn(reg) in doomed
-                    or computed & set(_replace_key_names(reg))):
+            dependents.add(reg.urn)
+            if self.requires_replacement(reg, doomed):
                 doomed.add(reg.urn)
                 found.append(reg)
-                changed = True
-    return found
+        found += [reg for reg in self.before.registrations
+                  if reg.urn not in doomed and reg.urn not in self.deleted_early
+                  and (root.urn in reg.options.get("replaceWith", [])
+                       or reg.options.get("deletedWith") == root.urn)]
+        return found
 
-
-def _replace_key_names(reg: Registration) -> tuple[str, ...]:
-    if reg.type.startswith("kubernetes:") and reg.type != HELM_RELEASE:
-        return ("metadata",)
-    return REPLACE_KEYS.get(reg.type, ())
-
-
-def plan(before: Program, after: Program) -> list[Step]:
-    """The steps `pulumi up` would take to go from the `before` run's state to the `after` run's."""
-    old = {reg.urn: reg for reg in before.registrations}
-    names = {reg.urn: reg.name for reg in [*before.registrations, *after.registrations]}
-    replaced: set[str] = set()
-    deleted_early: set[str] = set()
-    steps: list[Step] = []
-    for reg in after.registrations:
-        previous = old.get(reg.urn)
-        if previous is None:
-            steps.append(Step("create", reg.name, reg.type))
-            continue
-        if reg.urn in deleted_early:
-            steps.append(Step("create-replacement", reg.name, reg.type, "deleted before a replacement"))
-            continue
-        why = _why_replaced(reg, previous, replaced, names) if reg.custom else None
-        if why:
-            replaced.add(reg.urn)
-            if reg.options.get("deleteBeforeReplace"):
-                for dependent in reversed(_cascade(reg.urn, before.registrations, deleted_early)):
-                    deleted_early.add(dependent.urn)
-                    replaced.add(dependent.urn)
-                    steps.append(Step("delete-replaced", dependent.name, dependent.type,
-                                      f"cannot outlive {reg.name}"))
-                steps += [Step("delete-replaced", reg.name, reg.type, why),
-                          Step("create-replacement", reg.name, reg.type, why)]
+    def replace(self, reg: Registration, previous: Registration, why: str, delete_first: bool) -> None:
+        self.replaced.add(reg.urn)
+        if previous.options.get("protect") and reg.options.get("protect") and not self.ignore_protect:
+            self.steps.append(Step(REFUSED, reg.name, reg.type, f"replace of a protected resource: {why}"))
+            return
+        if not (reg.options.get("deleteBeforeReplace") or delete_first):
+            self.steps += [Step("create-replacement", reg.name, reg.type, why),
+                           Step("delete-replaced", reg.name, reg.type, why)]
+            return
+        for dependent in reversed(self.cascade(previous)):
+            self.deleted_early.add(dependent.urn)
+            self.replaced.add(dependent.urn)
+            if dependent.options.get("protect") and not self.ignore_protect:
+                self.steps.append(Step(REFUSED, dependent.name, dependent.type,
+                                       f"replace of a protected resource as part of replacing {reg.name}"))
             else:
-                steps += [Step("create-replacement", reg.name, reg.type, why),
-                          Step("delete-replaced", reg.name, reg.type, why)]
-        elif reg.custom and _inputs_after(reg, replaced) != previous.inputs:
+                self.steps.append(Step("delete-replaced", dependent.name, dependent.type,
+                                       f"cannot outlive {reg.name}"))
+        self.steps += [Step("delete-replaced", reg.name, reg.type, why),
+                       Step("create-replacement", reg.name, reg.type, why)]
+
+    def previous(self, reg: Registration) -> Registration | None:
+        """The old state of this resource: under its URN, or under one of its aliases."""
+        for urn in (reg.urn, *alias_urns(reg)):
+            if urn in self.old:
+                return self.old[urn]
+        return None
+
+    def register(self, reg: Registration) -> None:
+        _check_modeled(reg)
+        previous = self.previous(reg)
+        if previous is None:
+            self.steps.append(Step("create", reg.name, reg.type))
+            return
+        if reg.urn in self.deleted_early:
+            self.steps.append(Step("create-replacement", reg.name, reg.type, "deleted before a replacement"))
+            return
+        if not reg.custom:
+            return
+        why, delete_first = self.why_replaced(reg, previous)
+        if why:
+            self.replace(reg, previous, why, delete_first)
+        elif _inputs_after(reg, self.replaced) != previous.inputs:
             changed = sorted(k for k in {*reg.inputs, *previous.inputs}
                              if reg.inputs.get(k) != previous.inputs.get(k))
-            steps.append(Step("update", reg.name, reg.type, ", ".join(changed)))
-    gone = [reg for reg in before.registrations if reg.urn not in {r.urn for r in after.registrations}]
-    gone_urns = {reg.urn for reg in gone}
-    for reg in reversed(gone):
-        if reg.options.get("deletedWith") in gone_urns:
-            # Planned, but no provider call: deleting its deleted_with resource takes it along.
-            steps.append(Step("delete", reg.name, reg.type, "skipped: goes with its deleted_with resource"))
-            continue
-        if reg.options.get("read"):
-            # A `.get` read is only dropped from the state (the engine's read-discard, "discard").
-            steps.append(Step("discard", reg.name, reg.type))
-            continue
-        why = "retained: only removed from the state" if reg.options.get("retainOnDelete") else ""
-        steps.append(Step("delete", reg.name, reg.type, why))
-    return steps
+            self.steps.append(Step("update", reg.name, reg.type, ", ".join(changed)))
+
+    def delete_gone(self) -> None:
+        registered = {urn for r in self.after.registrations for urn in (r.urn, *alias_urns(r))}
+        gone = [reg for reg in self.before.registrations if reg.urn not in registered]
+        gone_urns = {reg.urn for reg in gone}
+        for reg in reversed(gone):
+            if reg.options.get("protect") and not self.ignore_protect:
+                self.steps.append(Step(REFUSED, reg.name, reg.type, "delete of a protected resource"))
+            elif reg.options.get("deletedWith") in gone_urns:
+                # Planned, but no provider call: deleting its deleted_with resource takes it along.
+                self.steps.append(Step("delete", reg.name, reg.type,
+                                       "skipped: goes with its deleted_with resource"))
+            elif reg.options.get("read"):
+                # A `.get` read is only dropped from the state (the engine's read-discard).
+                self.steps.append(Step("discard", reg.name, reg.type))
+            else:
+                why = "retained: only removed from the state" if reg.options.get("retainOnDelete") else ""
+                self.steps.append(Step("delete", reg.name, reg.type, why))
+
+
+def plan(before: Program, after: Program, ignore_protect: bool = False) -> list[Step]:
+    """The steps `pulumi up` would take to go from the `before` run's state to the `after` run's.
+    A `refused` step means the preview fails (and `up` stops) with the engine's protect error;
+    `ignore_protect` is `--ignore-protect` (pulumi v3.256+: up, preview, destroy)."""
+    planner = _Planner(before, after, ignore_protect)
+    for reg in after.registrations:
+        planner.register(reg)
+    planner.delete_gone()
+    return planner.steps
 
 
 def ops(steps: list[Step]) -> dict[str, str]:
@@ -180,3 +389,8 @@ def ops(steps: list[Step]) -> dict[str, str]:
     for step in steps:
         found.setdefault(step.name, []).append(step.op)
     return {name: ",".join(value) for name, value in found.items()}
+
+
+def refused(steps: list[Step]) -> list[str]:
+    """The resources whose step the engine refuses (protect), in plan order."""
+    return [step.name for step in steps if step.op == REFUSED]

@@ -1,0 +1,63 @@
+"""The plan model itself, on small hand-made registrations (tests/plan_model.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from tests.harness import Registration
+from tests.plan_model import UnmodeledOption, ops, plan, refused
+
+pytestmark = pytest.mark.unit
+STACK = "urn:pulumi:dev::p"
+
+
+def command(name: str, trigger: str, **options) -> Registration:
+    return Registration(type="command:local:Command", name=name, urn=urn(name),
+                        parent="", provider="", dependencies=[], custom=True,
+                        inputs={"create": "true", "triggers": [trigger]}, wire={},
+                        options={"replaceOnChanges": ["triggers[*]"], **options})
+
+
+def program(*regs: Registration) -> SimpleNamespace:
+    return SimpleNamespace(registrations=list(regs))
+
+
+def urn(name: str) -> str:
+    return f"{STACK}::command:local:Command::{name}"
+
+
+@pytest.mark.parametrize("option", ["ignoreChanges", "replacementTrigger", "importId", "hideDiffs"])
+def test_an_option_the_model_does_not_emulate_fails_loudly(option):
+    reg = command("a", "1", **{option: ["x"]})
+    with pytest.raises(UnmodeledOption, match=option):
+        plan(program(command("a", "1")), program(reg))
+
+
+def test_replace_with_is_followed_in_registration_order_but_not_through_a_cascade():
+    """A delete-before-replace of `a` deletes first what names *a* in replace_with (`b`), not what
+    names `b` (`c`): step_generator.go findDependentCascadeReplacements looks at the root only.
+    `c` is replaced later, when it registers and sees `b` being replaced (`diff`)."""
+    before = program(command("a", "1", deleteBeforeReplace=True),
+                     command("b", "1", replaceWith=[urn("a")]),
+                     command("c", "1", replaceWith=[urn("b")]))
+    after = program(command("a", "2", deleteBeforeReplace=True),
+                    command("b", "1", replaceWith=[urn("a")]),
+                    command("c", "1", replaceWith=[urn("b")]))
+    steps = [str(s) for s in plan(before, after)]
+    assert steps.index("delete-replaced b (cannot outlive a)") < \
+        steps.index("delete-replaced a (triggers changed)")
+    assert "delete-replaced c (cannot outlive a)" not in steps
+    assert ops(plan(before, after))["c"] == "create-replacement,delete-replaced"
+
+
+def test_protect_refuses_a_replacement_and_a_delete_but_not_a_first_protect():
+    before = program(command("a", "1", protect=True), command("gone", "1", protect=True),
+                     command("new-protect", "1"))
+    after = program(command("a", "2", protect=True), command("new-protect", "2", protect=True))
+    steps = plan(before, after)
+    assert refused(steps) == ["a", "gone"]
+    assert ops(steps)["new-protect"] == "create-replacement,delete-replaced", \
+        "protect only refuses what was already protected (step_generator.go: new.Protect && old.Protect)"
+    assert refused(plan(before, after, ignore_protect=True)) == []
