@@ -1,14 +1,27 @@
 """Wrap the plain rules of rules.py into mandatory CrossGuard policies.
 
-Rules never see pulumi-policy's props directly: they get `LazyProps`, which reads a
-property only when a rule asks for it and turns pulumi-policy's UnknownValueError into
-`rules.UNKNOWN`. So an unknown value a rule does not need (every Command's kubeconfig
-environment on a fresh stack) cannot make the policy "not run during preview", which
-pulumi-policy would report as advisory, letting a violating preview pass.
+Unknown values. Rules never see pulumi-policy's props directly: they get `LazyProps`,
+which reads a property only when a rule asks for it and turns pulumi-policy's
+UnknownValueError into `rules.UNKNOWN`. So an unknown value a rule does not need (every
+Command's kubeconfig environment on a fresh stack) cannot make the policy "not run during
+preview", which pulumi-policy would report as advisory, letting a violating preview pass.
+
+What a stack policy sees. The engine hands a StackValidationPolicy each resource's
+*outputs* (pulumi/pulumi v3.276.0 pkg/resource/deploy/step_generator.go
+`AnalyzeResources`: "AnalyzeStack is called on the final outputs of each resource"), and
+in a preview of a fresh stack every Kubernetes resource whose provider is not configured
+yet has no outputs at all: `{}` (recorded with the real engine, tests/fixtures/real-preview/).
+The same engine calls every resource policy first, on every registered resource's
+*inputs*, in the same policy-pack process (`analyzeAll` in `generateSteps`, before any
+`AnalyzeStack`; untargeted resources included, with their old inputs). So the pack keeps
+what its resource policies were shown (`SeenInputs`), and a stack rule judges each
+resource on its outputs, or, where the engine gave none, on the inputs this run showed.
+What neither shows is never a violation, and never a reason to skip other resources.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -69,30 +82,63 @@ class LazyList(Sequence):
         return len(self._target)
 
 
-def _resource(resource_type: str, name: str, props: Mapping, opts: Any) -> rules.Resource:
+class SeenInputs:
+    """The inputs each resource policy was shown in this run, by URN.
+
+    pulumi-policy serves the engine from a thread pool, so writes take a lock.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_urn: dict[str, Mapping] = {}
+
+    def record(self, urn: str, props: Mapping) -> None:
+        with self._lock:
+            self._by_urn[urn] = props
+
+    def get(self, urn: str) -> Mapping:
+        with self._lock:
+            return self._by_urn.get(urn, {})
+
+
+def _resource(resource_type: str, name: str, props: Mapping, opts: Any, urn: str = "",
+              parent: str = "") -> rules.Resource:
     return rules.Resource(resource_type, name, LazyProps(props),
-                          list(getattr(opts, "additional_secret_outputs", None) or []))
+                          list(getattr(opts, "additional_secret_outputs", None) or []), urn, parent)
 
 
-def _resource_policy(name: str, rule: Callable[[rules.Resource], list[str]]) -> ResourceValidationPolicy:
+def _stack_resource(resource: Any, seen: SeenInputs) -> rules.Resource:
+    """A stack resource as the rules see it: its outputs, or the inputs seen this run."""
+    props = resource.props if len(resource.props) else seen.get(resource.urn)
+    parent = resource.parent.urn if resource.parent is not None else (
+        getattr(resource.opts, "parent", None) or "")
+    return _resource(resource.resource_type, resource.name, props, resource.opts, resource.urn, parent)
+
+
+def _resource_policy(name: str, rule: Callable[[rules.Resource], list[str]],
+                     seen: SeenInputs) -> ResourceValidationPolicy:
     def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-        for message in rule(_resource(args.resource_type, args.name, args.props, args.opts)):
+        seen.record(args.urn, args.props)
+        for message in rule(_resource(args.resource_type, args.name, args.props, args.opts, args.urn)):
             report_violation(message, None)
 
     return ResourceValidationPolicy(name=name, description=(rule.__doc__ or name).strip(),
                                     validate=validate, enforcement_level=EnforcementLevel.MANDATORY)
 
 
-def _stack_policy(name: str, rule: Callable[[list[rules.Resource]], list[str]]) -> StackValidationPolicy:
+def _stack_policy(name: str, rule: Callable[[list[rules.Resource]], list[rules.Violation]],
+                  seen: SeenInputs) -> StackValidationPolicy:
     def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-        resources = [_resource(r.resource_type, r.name, r.props, r.opts) for r in args.resources]
-        for message in rule(resources):
-            report_violation(message, None)
+        resources = [_stack_resource(r, seen) for r in args.resources]
+        for violation in rule(resources):
+            report_violation(violation.message, violation.resource.urn or None)
 
     return StackValidationPolicy(name=name, description=(rule.__doc__ or name).strip(),
                                  validate=validate, enforcement_level=EnforcementLevel.MANDATORY)
 
 
 def policies() -> list:
-    return ([_resource_policy(n, r) for n, r in rules.RESOURCE_RULES.items()]
-            + [_stack_policy(n, r) for n, r in rules.STACK_RULES.items()])
+    """The pack's policies; one call is one pack process (they share what they have seen)."""
+    seen = SeenInputs()
+    return ([_resource_policy(n, r, seen) for n, r in rules.RESOURCE_RULES.items()]
+            + [_stack_policy(n, r, seen) for n, r in rules.STACK_RULES.items()])

@@ -1,8 +1,10 @@
 """The platform's guardrails as plain functions, so they can be tested without the engine.
 
 Each resource rule takes a `Resource` and returns violation messages (empty:
-compliant); each stack rule takes every resource of the stack. `pack.py` wraps
-them into CrossGuard policies.
+compliant); each stack rule takes every resource of the stack and returns
+`Violation`s, each naming the resource it concerns. `pack.py` wraps them into
+CrossGuard policies and decides what a stack rule sees of each resource (its
+outputs, or where a fresh preview gives none, its inputs: see pack.py).
 
 Unknown values: during a preview, inputs computed from other resources (a
 kubeconfig, a command's output) are not known yet. A rule reads only the
@@ -50,12 +52,22 @@ UNPINNED_TAGS = ("", "latest")
 
 @dataclass(frozen=True)
 class Resource:
-    """What a policy sees of a resource: type, name, inputs and the secret-output option."""
+    """What a policy sees of a resource: type, name, properties and the secret-output option."""
 
     type: str
     name: str
-    props: dict[str, Any]
+    props: Mapping[str, Any]
     additional_secret_outputs: list[str] = field(default_factory=list)
+    urn: str = ""
+    parent: str = ""
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A stack rule's finding: the resource it concerns and what is wrong."""
+
+    resource: Resource
+    message: str
 
 
 def _get(obj: Any, *path: str) -> Any:
@@ -178,29 +190,44 @@ def _denies_everything(policy: Resource) -> bool | None:
             and not any(rules_))
 
 
-def tenant_namespaces_default_deny(resources: list[Resource]) -> list[str]:
+def _same_component(a: Resource, b: Resource) -> bool:
+    """True when both have the same parent, or when either parent is not known."""
+    return not a.parent or not b.parent or a.parent == b.parent
+
+
+def tenant_namespaces_default_deny(resources: list[Resource]) -> list[Violation]:
     """Every namespace holding a TenantControlPlane has a default-deny NetworkPolicy."""
-    denied, undecided = set(), set()
-    for r in resources:
-        if r.type == NETWORK_POLICY_TYPE:
-            verdict = _denies_everything(r)
-            namespace = _get(r.props, "metadata", "namespace")
-            if verdict:
-                denied.add(namespace)
-            elif verdict is None:
-                undecided.add(namespace)
-    if UNKNOWN in denied | undecided:
-        return []  # a policy in an unknown namespace may be any tenant's default deny
-    tenants = {_get(r.props, "metadata", "namespace") for r in resources if r.type == TCP_TYPE}
-    return [f"tenant namespace {ns!r} has no default-deny NetworkPolicy"
-            for ns in sorted(tenants - {UNKNOWN} - denied - undecided)]
+    denied: set[str] = set()
+    # Policies that may be a default deny where we cannot see it: an unknown namespace, or
+    # nothing seen at all. They excuse only control planes of their own component.
+    maybe: list[tuple[Resource, Any]] = []
+    for r in (r for r in resources if r.type == NETWORK_POLICY_TYPE):
+        verdict = _denies_everything(r) if r.props else None
+        namespace = _get(r.props, "metadata", "namespace")
+        if verdict and namespace not in (None, UNKNOWN):
+            denied.add(namespace)
+        elif verdict is None or namespace in (None, UNKNOWN):
+            maybe.append((r, namespace))
+    violations = []
+    for tcp in (r for r in resources if r.type == TCP_TYPE):
+        namespace = _get(tcp.props, "metadata", "namespace")
+        if namespace in (None, UNKNOWN) or namespace in denied:
+            continue  # nothing known to judge, or a default deny there
+        if any(ns in (namespace, None, UNKNOWN) and _same_component(policy, tcp) for policy, ns in maybe):
+            continue  # a policy that may be its default deny, not known yet
+        violations.append(Violation(tcp, f"tenant namespace {namespace!r} has no default-deny "
+                                         "NetworkPolicy"))
+    return violations
 
 
-def worker_versions_match(resources: list[Resource]) -> list[str]:
+def worker_versions_match(resources: list[Resource]) -> list[Violation]:
     """Each worker runs kindest/node at exactly its tenant control plane's version."""
+    planes = [r for r in resources if r.type == TCP_TYPE]
     versions = {_get(r.props, "metadata", "namespace"): _get(r.props, "spec", "kubernetes", "version")
-                for r in resources if r.type == TCP_TYPE}
-    problems = []
+                for r in planes}
+    # Control planes whose tenant is not known yet (unknown namespace, or nothing seen).
+    unseen = [r for r in planes if _get(r.props, "metadata", "namespace") in (None, UNKNOWN)]
+    violations = []
     for r in resources:
         create = _get(r.props, "create") if r.type == COMMAND_TYPE else None
         if not isinstance(create, str):
@@ -210,14 +237,15 @@ def worker_versions_match(resources: list[Resource]) -> list[str]:
         if not tenant or not image:
             continue
         expected = versions.get(tenant.group(1))
-        if expected is UNKNOWN or (expected is None and UNKNOWN in versions):
+        if expected is UNKNOWN or (expected is None and any(_same_component(p, r) for p in unseen)):
             continue
         if expected is None:
-            problems.append(f"{r.name}: worker of tenant {tenant.group(1)!r}, which has no control plane")
+            violations.append(Violation(r, f"{r.name}: worker of tenant {tenant.group(1)!r}, "
+                                           "which has no control plane"))
         elif image.group(1) != expected:
-            problems.append(f"{r.name}: worker runs {image.group(0)} but tenant "
-                            f"{tenant.group(1)!r} runs {expected}")
-    return problems
+            violations.append(Violation(r, f"{r.name}: worker runs {image.group(0)} but tenant "
+                                           f"{tenant.group(1)!r} runs {expected}"))
+    return violations
 
 
 RESOURCE_RULES = {

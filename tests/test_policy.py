@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import ast
 import copy
-from pathlib import Path
 
 import pytest
 
@@ -119,17 +117,22 @@ class TestImagesPinned:
         assert "image.tag" in rules.images_pinned(release)[0]
 
 
+def messages(violations: list[rules.Violation]) -> list[str]:
+    return [v.message for v in violations]
+
+
 class TestStackRules:
     def test_namespace_with_default_deny_complies(self):
         resources = [tcp(), Resource(rules.NETWORK_POLICY_TYPE, "deny", DENY)]
         assert rules.tenant_namespaces_default_deny(resources) == []
 
-    def test_namespace_without_default_deny_violates(self):
+    def test_namespace_without_default_deny_violates_naming_the_control_plane(self):
         allow_all = copy.deepcopy(DENY)
         allow_all["spec"]["ingress"] = [{}]
         resources = [tcp(), Resource(rules.NETWORK_POLICY_TYPE, "allow", allow_all)]
-        assert rules.tenant_namespaces_default_deny(resources) == [
-            "tenant namespace 't' has no default-deny NetworkPolicy"]
+        (violation,) = rules.tenant_namespaces_default_deny(resources)
+        assert violation.message == "tenant namespace 't' has no default-deny NetworkPolicy"
+        assert violation.resource.name == "t-control-plane"
 
     def test_worker_matching_the_control_plane_complies(self):
         worker = Resource(rules.COMMAND_TYPE, "w", {"create": WORKER})
@@ -137,119 +140,21 @@ class TestStackRules:
 
     def test_worker_of_another_version_violates(self):
         worker = Resource(rules.COMMAND_TYPE, "w", {"create": WORKER.replace("v1.35.0", "v1.34.0")})
-        assert "runs kindest/node:v1.34.0" in rules.worker_versions_match([tcp(), worker])[0]
+        (violation,) = rules.worker_versions_match([tcp(), worker])
+        assert "runs kindest/node:v1.34.0" in violation.message and violation.resource is worker
 
 
 class TestThePlatformItself:
     def test_every_resource_of_the_dev_stack_complies(self, dev_program):
         resources = as_resources(dev_program)
         violations = [m for r in resources for rule in rules.RESOURCE_RULES.values() for m in rule(r)]
-        violations += [m for rule in rules.STACK_RULES.values() for m in rule(resources)]
+        violations += [v.message for rule in rules.STACK_RULES.values() for v in rule(resources)]
         assert violations == []
 
     def test_the_rules_see_the_resources_they_guard(self, dev_program):
         types = {r.type for r in as_resources(dev_program)}
         guarded = {rules.TCP_TYPE, rules.NETWORK_POLICY_TYPE, rules.HELM_RELEASE_TYPE, rules.COMMAND_TYPE}
         assert guarded <= types
-
-
-def test_the_pack_registers_every_rule():
-    source = (Path(rules.__file__).parent / "pack.py").read_text()
-    tree = ast.parse(source)
-    assert "RESOURCE_RULES" in source and "STACK_RULES" in source
-    assert any(isinstance(n, ast.FunctionDef) and n.name == "policies" for n in tree.body)
-    main = (Path(rules.__file__).parent / "__main__.py").read_text()
-    assert "PolicyPack(" in main and "EnforcementLevel.MANDATORY" in main
-
-
-# --- the pack itself, as pulumi-policy runs it during a preview of a fresh stack ---------------
-
-POLICY_DIR = Path(rules.__file__).parent
-
-
-@pytest.fixture(scope="module")
-def pack():
-    """policy/pack.py as the CLI loads it (the pack's folder on sys.path), with pulumi-policy 1.21."""
-    import importlib
-    import sys
-
-    sys.path.insert(0, str(POLICY_DIR))
-    try:
-        return importlib.import_module("pack")
-    finally:
-        sys.path.remove(str(POLICY_DIR))
-
-
-def fresh_preview_props(reg) -> dict:
-    """A registration's inputs as a first preview sends them to the analyzer: every input
-    computed from another resource's output is still unknown (the engine's sentinel)."""
-    from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
-
-    computed = reg.options.get("propertyDependencies", {})
-    return {key: UNKNOWN_STRING_VALUE if computed.get(key) else value for key, value in reg.inputs.items()}
-
-
-def run_policies(pack, regs, props=fresh_preview_props) -> list[str]:
-    """Every policy of the pack over these registrations, props behind pulumi-policy's own
-    unknown-checking proxy; an UnknownValueError escaping a policy fails the test, since
-    pulumi-policy would then downgrade that policy to advisory for the whole preview."""
-    from types import SimpleNamespace
-
-    from pulumi_policy import ResourceValidationPolicy
-    from pulumi_policy.proxy import unknown_checking_proxy
-
-    def args(reg):
-        return SimpleNamespace(resource_type=reg.type, name=reg.name,
-                               props=unknown_checking_proxy(props(reg)),
-                               opts=SimpleNamespace(additional_secret_outputs=reg.options.get(
-                                   "additionalSecretOutputs", [])))
-
-    violations: list[str] = []
-
-    def report(message: str, urn: str | None = None) -> None:
-        violations.append(message)
-
-    custom = [reg for reg in regs if reg.custom]
-    for policy in pack.policies():
-        if isinstance(policy, ResourceValidationPolicy):
-            for reg in custom:
-                policy.validate(args(reg), report)
-        else:
-            policy.validate(SimpleNamespace(resources=[args(reg) for reg in custom]), report)
-    return violations
-
-
-class TestPoliciesBlockInPreview:
-    def test_a_fresh_stack_has_unknowns_and_every_policy_still_runs_and_passes(self, pack, dev_program):
-        unknown = [r.name for r in dev_program.registrations
-                   if r.custom and any(fresh_preview_props(r)[k] != v for k, v in r.inputs.items())]
-        assert "tenant-a-worker-0" in unknown and "tenant-a-admin-access" in unknown
-        assert run_policies(pack, dev_program.registrations) == []
-
-    def test_a_violation_is_still_reported_next_to_unknowns(self, pack, dev_program):
-        regs = copy.deepcopy(dev_program.registrations)
-        hami = next(r for r in regs if r.name == "tenant-a-gpus-hami")
-        hami.inputs["values"]["scheduler"]["admissionWebhook"]["failurePolicy"] = "Ignore"
-        tcp_reg = next(r for r in regs if r.name == "tenant-b-control-plane")
-        del tcp_reg.inputs["spec"]["addons"]["konnectivity"]
-        regs = [r for r in regs if r.name != "tenant-a-networkpolicy-tenant-a-default-deny"]
-        worker = next(r for r in regs if r.name == "tenant-b-worker-0")
-        worker.inputs["create"] = worker.inputs["create"].replace("kindest/node:v1.35.0",
-                                                                  "kindest/node:v1.34.0")
-        violations = run_policies(pack, regs)
-        assert any("failurePolicy is 'Ignore'" in v for v in violations)
-        assert any("Konnectivity is not enabled" in v for v in violations)
-        assert any("'tenant-a' has no default-deny" in v for v in violations)
-        assert any("runs kindest/node:v1.34.0" in v for v in violations)
-
-    def test_a_value_the_rule_needs_but_cannot_know_is_not_a_violation(self, pack, dev_program):
-        from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
-
-        def everything_unknown(reg) -> dict:
-            keep = ("metadata",) if reg.type == rules.NETWORK_POLICY_TYPE else ()
-            return {k: (v if k in keep else UNKNOWN_STRING_VALUE) for k, v in reg.inputs.items()}
-
-        assert run_policies(pack, dev_program.registrations, everything_unknown) == []
 
 
 class TestRulesWithUnknowns:
@@ -260,6 +165,25 @@ class TestRulesWithUnknowns:
         other = Resource(rules.NETWORK_POLICY_TYPE, "deny", {"metadata": {"namespace": "elsewhere"},
                                                              "spec": DENY["spec"]})
         assert rules.tenant_namespaces_default_deny([tcp(), other]) != [], "known and missing: blocks"
+
+    def test_a_policy_nobody_can_see_excuses_only_its_own_component(self):
+        """Empty props (nothing seen) may be any namespace's default deny, but only a policy of the
+        same component (KamajiTenant) can be this tenant's: the other tenant is still judged."""
+        unseen = Resource(rules.NETWORK_POLICY_TYPE, "a-deny", {}, parent="tenant-a")
+        tenant_a = Resource(rules.TCP_TYPE, "a-cp", {"metadata": {"namespace": "a"}}, parent="tenant-a")
+        tenant_b = Resource(rules.TCP_TYPE, "b-cp", {"metadata": {"namespace": "b"}}, parent="tenant-b")
+        violations = rules.tenant_namespaces_default_deny([unseen, tenant_a, tenant_b])
+        assert [v.resource.name for v in violations] == ["b-cp"]
+
+    def test_an_unseen_control_plane_is_never_a_violation_and_skips_no_other(self):
+        unseen = Resource(rules.TCP_TYPE, "a-cp", {}, parent="tenant-a")
+        worker_a = Resource(rules.COMMAND_TYPE, "a-w", {"create": WORKER.replace("=t ", "=a ")},
+                            parent="tenant-a")
+        known = tcp()
+        worker_t = Resource(rules.COMMAND_TYPE, "t-w", {"create": WORKER.replace("v1.35.0", "v1.34.0")})
+        assert rules.tenant_namespaces_default_deny([unseen]) == []
+        assert messages(rules.worker_versions_match([unseen, worker_a, known, worker_t])) == [
+            "t-w: worker runs kindest/node:v1.34.0 but tenant 't' runs v1.35.0"]
 
     def test_unknown_image_is_not_unpinned_but_a_known_latest_still_is(self):
         spec = {"template": {"spec": {"containers": [{"image": rules.UNKNOWN}, {"image": "busybox:latest"}]}}}
