@@ -17,7 +17,7 @@ export PULUMI_CONFIG_PASSPHRASE :=
 endif
 
 .PHONY: help up preview down test sim test-venv e2e e2e-lifecycle lint images check-pulumi check-tools check-kind-version \
-	venv stack forget-lost-cluster
+	venv stack forget-lost-cluster unprotect-tenant tenant-argument
 
 help:
 	@echo "make up       create the platform (stack $(STACK)): kind, Kamaji, tenants, HAMi"
@@ -29,6 +29,7 @@ help:
 	@echo "make e2e      acceptance cases TC-01..TC-08 against the deployed stack $(STACK)"
 	@echo "make e2e-lifecycle  up, cases, no-op preview, destroy on a throwaway stack"
 	@echo "make forget-lost-cluster  kind cluster already gone: drop its resources from the state, then make down"
+	@echo "make unprotect-tenant TENANT=<name>  before removing a tenant from the config (its data goes)"
 
 # Preview runs no commands: only the Pulumi CLI is needed.
 # An older engine would ignore options the program relies on (replace_with, deleted_with).
@@ -81,8 +82,18 @@ up: check-tools check-kind-version stack
 preview: stack policy/venv/.installed
 	pulumi preview --diff --stack $(STACK) --policy-pack policy
 
+# The kind cluster, the control planes and the create-only guards are protected (a change that
+# would replace them is refused): destroy on purpose ignores that (pulumi >= 3.256), and skips
+# draining the workers, since the whole platform goes.
 down: check-tools stack
-	pulumi destroy --yes --stack $(STACK)
+	KHP_SKIP_DRAIN=1 pulumi destroy --yes --ignore-protect --stack $(STACK)
+
+tenant-argument:
+	@[ -n "$(TENANT)" ] || { echo "usage: make unprotect-tenant TENANT=<name> [STACK=$(STACK)]"; exit 2; }
+
+# Removing a tenant deletes its control plane and datastore: release its protection first.
+unprotect-tenant: tenant-argument stack
+	$(VENV)/bin/python -m components.protection --stack $(STACK) --tenant $(TENANT)
 
 # Only when the kind cluster is already gone: forget its kubernetes resources so `make down` can finish.
 forget-lost-cluster: stack

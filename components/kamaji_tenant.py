@@ -18,6 +18,7 @@ from pulumi_command import local
 from components import node_join, readiness, tenant_addons
 from components import tenantcontrolplane as tcp_render
 from components.config import ManagementConfig, TenantConfig
+from components.create_only import create_only_guards
 from components.kubernetes_objects import create_objects, create_objects_with
 from components.management_cluster import ManagementCluster
 from components.tenant_network_policy import network_policies
@@ -41,6 +42,24 @@ def api_server_url(kubeconfig: str) -> str:
 
 def host_port(url: str) -> str:
     return urlparse(url).netloc
+
+
+def control_plane_uid(metadata: dict | None, dry_run: bool) -> str:
+    """The TenantControlPlane's UID: what tells a new control plane from the one workers joined.
+
+    A preview in which pulumi-kubernetes cannot dry-run the TCP's update returns its inputs
+    as outputs, without a UID (provider/pkg/provider/provider.go v4.32.0 `Update`: unknown
+    inputs, an unregistered kind or a Forbidden answer). There the UID is unknown, never ""
+    (a known, changed value would plan a new provider and new workers). After `up`, a TCP
+    without a UID means something is wrong; the error stops before anything depends on it.
+    """
+    uid = (metadata or {}).get("uid")
+    if uid:
+        return uid
+    if dry_run:
+        return pulumi.output.UNKNOWN  # type: ignore[return-value]
+    raise ValueError("the TenantControlPlane has no metadata.uid after pulumi applied it; "
+                     "check it with kubectl -n <tenant> get tcp -o yaml")
 
 
 class KamajiTenant(pulumi.ComponentResource):
@@ -69,11 +88,16 @@ class KamajiTenant(pulumi.ComponentResource):
         self.network_policies = create_objects(
             name, network_policies(tenant),
             pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=[namespace])))
+        # Settings the tenant's running nodes keep from their join: refused in preview.
+        self.create_only = create_only_guards(
+            name, tcp_render.create_only_settings(tenant), tcp_render.create_only_values(tenant),
+            tcp_render.create_only_way_out(tenant), self)
         self.control_plane = self._control_plane(name, management, on_management,
-                                                 [namespace, *self.network_policies])
+                                                 [namespace, *self.network_policies, *self.create_only])
         self.kubeconfig = self._admin_kubeconfig(name, management)
         self.endpoint = pulumi.Output.unsecret(self.kubeconfig.apply(api_server_url))
-        self.control_plane_uid = self.control_plane.metadata.apply(lambda meta: meta.get("uid", ""))
+        self.control_plane_uid = self.control_plane.metadata.apply(
+            lambda meta: control_plane_uid(meta, pulumi.runtime.is_dry_run()))
         # Kamaji authorizes the admin credentials a while after the TCP is Ready;
         # nothing is created inside the tenant before they are (components/readiness.py).
         self.admin_access = local.Command(
@@ -84,6 +108,10 @@ class KamajiTenant(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.control_plane]))
         self.provider = kubernetes.Provider(
             f"{name}-k8s", kubeconfig=self.kubeconfig,
+            # A changed ConfigMap is updated in place, never deleted and re-created under its
+            # fixed name (the provider's default; provider/pkg/provider/diff.go, stable since
+            # pulumi-kubernetes 4.24.0): kube-proxy's keeps existing while its pods roll.
+            enable_config_map_mutable=True,
             # Rotated admin certificates update the provider; only a new control
             # plane (new UID) replaces it and the objects inside the tenant.
             cluster_identifier=self.control_plane_uid.apply(lambda uid: f"{tenant.name}/{uid}"),
@@ -132,7 +160,10 @@ class KamajiTenant(pulumi.ComponentResource):
                 # Kamaji's webhooks fail closed, and the LoadBalancer address
                 # comes from MetalLB's pool.
                 depends_on=[*after, management.kamaji_webhook, management.l2_advertisement],
-                custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout))),
+                custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
+                # Replacing or deleting it deletes the tenant's datastore (Kamaji's finalizer):
+                # the engine refuses both, in preview too, until it is unprotected on purpose.
+                protect=True)),
         )
 
     def _admin_kubeconfig(self, name: str, management: ManagementCluster) -> pulumi.Output[str]:

@@ -9,6 +9,7 @@ from pulumi_command import local
 from components import management_render as render
 from components import readiness, versions
 from components.config import ManagementConfig
+from components.create_only import create_only_guards
 
 TYPE_TOKEN = "kamaji-hami-platform:index:ManagementCluster"
 # Helm's own default (300 s) is too short for kamaji-etcd's three PVC-backed pods.
@@ -46,6 +47,9 @@ class ManagementCluster(pulumi.ComponentResource):
         super().__init__(TYPE_TOKEN, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         kind_config = render.kind_cluster_config(management)
+        values = render.management_create_only_values(management, None)
+        cluster_guards = create_only_guards(name, render.CLUSTER_CREATE_ONLY, values,
+                                            render.MANAGEMENT_WAY_OUT, self)
 
         self.cluster = local.Command(
             f"{name}-kind",
@@ -55,12 +59,13 @@ class ManagementCluster(pulumi.ComponentResource):
             interpreter=["/bin/sh", "-c"],
             # kind attaches its nodes to this Docker network (default `kind`).
             environment={render.KIND_NETWORK_ENV: management.docker_network},
-            # Changing the name, image, kind config or Docker network replaces the
-            # cluster; the name is fixed, so the old one must go first.
+            # Changing the name, image, kind config or Docker network would replace the
+            # cluster (the name is fixed, so the old one first) and with it every tenant's
+            # control plane and data: protected, so the engine refuses that in preview.
             triggers=[management.name, management.node_image, kind_config,
                       management.docker_network],
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
-                delete_before_replace=True)),
+                delete_before_replace=True, protect=True, depends_on=cluster_guards)),
         )
         kubeconfig_cmd = local.Command(
             f"{name}-kubeconfig",
@@ -90,7 +95,9 @@ class ManagementCluster(pulumi.ComponentResource):
             "metallb", versions.METALLB_CHART, render.METALLB_NAMESPACE,
             render.metallb_values(), on_cluster)
         self.pool_range = self._pool_range(name, management, child)
-        self.create_only = self._create_only_settings(name, management, child)
+        self.create_only = cluster_guards + create_only_guards(
+            name, render.POOL_CREATE_ONLY, render.management_create_only_values(management, self.pool_range),
+            render.MANAGEMENT_WAY_OUT, self)
         self.pool = kubernetes.apiextensions.CustomResource(
             f"{name}-metallb-pool",
             api_version=render.METALLB_API_VERSION,
@@ -98,7 +105,7 @@ class ManagementCluster(pulumi.ComponentResource):
             metadata={"name": render.METALLB_POOL_NAME, "namespace": render.METALLB_NAMESPACE},
             spec=self.pool_range.apply(render.metallb_pool_spec),
             opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
-                depends_on=[self.metallb, self.create_only])),
+                depends_on=[self.metallb, *self.create_only])),
         )
         self.l2_advertisement = kubernetes.apiextensions.CustomResource(
             f"{name}-metallb-l2",
@@ -113,7 +120,7 @@ class ManagementCluster(pulumi.ComponentResource):
             render.KAMAJI_RELEASE, versions.KAMAJI_CHART, render.KAMAJI_NAMESPACE,
             render.kamaji_values(management),
             pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
-                depends_on=[self.cert_manager, self.create_only])))
+                depends_on=[self.cert_manager, *self.create_only])))
 
         # Kamaji's TCP webhooks fail closed and its readiness is a bare ping:
         # tenants wait until a dry-run TCP is accepted (components/readiness.py).
@@ -128,19 +135,6 @@ class ManagementCluster(pulumi.ComponentResource):
             "kubeconfig": self.kubeconfig,
             "poolRange": self.pool_range,
         })
-
-    def _create_only_settings(self, name: str, management: ManagementConfig,
-                              child: pulumi.ResourceOptions) -> local.Command:
-        """Records the settings only a new management cluster can take; an `up` that changes
-        them fails here, before Kamaji or MetalLB is touched (see render.create_only_*)."""
-        return local.Command(
-            f"{name}-create-only-settings",
-            create=render.create_only_record_script(),
-            update=render.create_only_refusal_script(management),
-            environment=render.create_only_environment(management, self.pool_range),
-            # A new kind cluster takes any value.
-            triggers=[self.cluster.id],
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.cluster])))
 
     def _pool_range(self, name: str, management: ManagementConfig,
                     child: pulumi.ResourceOptions) -> pulumi.Output[str]:

@@ -13,8 +13,9 @@ from typing import Any
 
 import yaml
 
-from components import versions
+from components import names, versions
 from components.config import MANAGEMENT_POD_CIDR, MANAGEMENT_SERVICE_CIDR, ManagementConfig
+from components.create_only import CreateOnlySetting
 
 CERT_MANAGER_NAMESPACE = "cert-manager"
 METALLB_NAMESPACE = "metallb-system"
@@ -112,7 +113,7 @@ def kind_kubeconfig_command(management: ManagementConfig) -> str:
 
 def control_plane_container(management: ManagementConfig) -> str:
     """The kind node's container: kind names a one-node cluster's node `<name>-control-plane`."""
-    return f"{management.name}-control-plane"
+    return names.kind_node_container(management.name)
 
 
 def docker_network_ipam_command(network: str) -> str:
@@ -183,48 +184,36 @@ def metallb_l2_advertisement_spec() -> dict[str, Any]:
     return {"ipAddressPools": [METALLB_POOL_NAME]}
 
 
-# Settings a running management cluster cannot take (issue: day-2 changes):
-# - kamaji-etcd forms its cluster once with --initial-cluster-state=new: 3 -> 1 loses quorum,
-#   1 -> 3 cannot join, and every tenant's datastore is in it (clastix/kamaji-etcd chart);
-# - a new MetalLB range moves every tenant's API address (MetalLB 0.14+ reassigns addresses
-#   outside the pool) while the workers' kubelets keep the old one and go NotReady.
-CREATE_ONLY_SETTINGS = {
-    "KAMAJI_ETCD_REPLICAS": "management.kamajiEtcdReplicas",
-    "METALLB_ADDRESS_RANGE": "management.metallbAddressRange",
-}
+# Settings a running management cluster cannot take. The kind cluster is protected, so a
+# change that would replace it (and with it every control plane, every tenant's data) is
+# refused by the engine; these guards name the setting (components/create_only.py).
+MANAGEMENT_WAY_OUT = ("set the old value back, or rebuild the platform with the new one: make down, "
+                      "then make up (every tenant starts empty)")
+# The cluster's own settings, guarded before kind is touched (the kind command waits for them)...
+CLUSTER_CREATE_ONLY = (
+    CreateOnlySetting("name", "management.name",
+                      "it names the kind cluster that runs every tenant control plane"),
+    CreateOnlySetting("nodeImage", "management.nodeImage",
+                      "kind sets a node image only when it creates the cluster"),
+    CreateOnlySetting("dockerNetwork", "management.dockerNetwork",
+                      "kind attaches its node to the network only when it creates the cluster"),
+    # kamaji-etcd forms its cluster once with --initial-cluster-state=new (clastix/kamaji-etcd chart).
+    CreateOnlySetting("kamajiEtcdReplicas", "management.kamajiEtcdReplicas",
+                      "kamaji-etcd forms its cluster once (3 to 1 loses quorum, 1 to 3 cannot join) "
+                      "and every tenant datastore is in it"),
+)
+# ...and the MetalLB range, known (when derived) only once kind has created its network.
+# MetalLB 0.14+ reassigns addresses outside its pool; workers keep the API address they joined.
+POOL_CREATE_ONLY = (
+    CreateOnlySetting("metallbAddressRange", "management.metallbAddressRange",
+                      "a new range moves every tenant API address while the workers keep the old one"),
+)
 
 
-def create_only_environment(management: ManagementConfig, pool_range: Any) -> dict[str, Any]:
-    """The create-only settings as the guard command's environment (pool_range may be an Output)."""
-    return {"KAMAJI_ETCD_REPLICAS": str(management.kamaji_etcd_replicas),
-            "METALLB_ADDRESS_RANGE": pool_range}
-
-
-def _settings_line() -> str:
-    return " ".join(f"{path}=${{{env}}}" for env, path in CREATE_ONLY_SETTINGS.items())
-
-
-def create_only_record_script() -> str:
-    """On create (a new management cluster): print the settings; pulumi-command stores stdout."""
-    return f'echo "{_settings_line()}"\n'
-
-
-def create_only_refusal_script(management: ManagementConfig) -> str:
-    """On update: refuse a changed setting, naming it and the safe ways.
-
-    pulumi-command runs `update` when an input changes and hands it the previous stdout as
-    PULUMI_COMMAND_STDOUT (pulumi-command v1.2.1 provider/pkg/provider/local/base.go).
-    """
-    kind = shlex.quote(management.name)
-    return f"""now="{_settings_line()}"
-if [ "$now" = "${{PULUMI_COMMAND_STDOUT:-}}" ]; then echo "$now"; exit 0; fi
-echo "refused: a setting only a new management cluster can take changed." >&2
-echo "  was: ${{PULUMI_COMMAND_STDOUT:-}}" >&2
-echo "  now: $now" >&2
-echo "kamaji-etcd forms its cluster once (changing its size breaks every tenant's datastore); a new" \\
-  "MetalLB range moves every tenant API address while the workers keep the old one." >&2
-echo "Either set the old value back, or start over with a new management cluster (every tenant" \\
-  "starts empty): pulumi up --replace <urn of {kind}'s '*-kind' command> (see pulumi stack --show-urns)," \\
-  "or make down and make up." >&2
-exit 1
-"""
+def management_create_only_values(management: ManagementConfig,
+                                  pool_range: Any) -> dict[str, Any]:
+    """Each create-only setting's value (pool_range may be an Output: derived from Docker)."""
+    return {"name": management.name, "nodeImage": management.node_image,
+            "dockerNetwork": management.docker_network,
+            "kamajiEtcdReplicas": str(management.kamaji_etcd_replicas),
+            "metallbAddressRange": pool_range}

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from components import names
 from components.config import TenantConfig
+from components.create_only import CreateOnlySetting
 
 API_VERSION = "kamaji.clastix.io/v1alpha1"
 KIND = "TenantControlPlane"
@@ -69,7 +71,7 @@ def datastore_schema(tenant: TenantConfig) -> str:
 
 
 def admin_kubeconfig_secret(tenant: TenantConfig) -> str:
-    return f"{tenant.name}-admin-kubeconfig"
+    return names.admin_kubeconfig_secret(tenant.name)
 
 
 def tenant_control_plane(tenant: TenantConfig) -> dict[str, Any]:
@@ -115,3 +117,30 @@ def tenant_control_plane(tenant: TenantConfig) -> dict[str, Any]:
             },
         },
     }
+
+
+def create_only_settings(tenant: TenantConfig) -> tuple[CreateOnlySetting, ...]:
+    """What a tenant's running nodes keep from their join, so a change breaks them.
+
+    The controller-manager gives each node a pod range once (`spec.podCIDR` is immutable
+    on a Node), and the kubelet keeps the cluster DNS address (10th of the service CIDR)
+    it was configured with at join (kubelet-config, `clusterDNS`).
+    """
+    path = f"tenants[name={tenant.name}]"
+    return (
+        CreateOnlySetting("podCidr", f"{path}.podCidr",
+                          "every node keeps the pod range it was given at join, so its pods would "
+                          "get addresses outside the new range"),
+        CreateOnlySetting("serviceCidr", f"{path}.serviceCidr",
+                          "every kubelet keeps the DNS address it was given at join, and Services "
+                          "keep their addresses"),
+    )
+
+
+def create_only_values(tenant: TenantConfig) -> dict[str, str]:
+    return {"podCidr": tenant.pod_cidr, "serviceCidr": tenant.service_cidr}
+
+
+def create_only_way_out(tenant: TenantConfig) -> str:
+    return (f"set the old value back, or recreate the tenant (it starts empty): make unprotect-tenant "
+            f"TENANT={tenant.name}, remove it from tenants and make up, then add it back and make up")

@@ -15,9 +15,10 @@ from types import SimpleNamespace
 import pytest
 
 from components import management_render, node_join
-from components.config import ManagementConfig
-from tests.harness import run_program
-from tests.plan_model import ops, plan
+from components.create_only import GUARD_VALUE_ENV, CreateOnlySetting, guard_script
+from tests import harness
+from tests.harness import Program, run_program
+from tests.plan_model import REFUSED, ops, plan, refused
 
 pytestmark = pytest.mark.unit
 
@@ -128,13 +129,39 @@ class TestGpuQuotas:
         assert not [s for s in steps if s.type == "kubernetes:core/v1:Namespace"]
 
 
+MANAGEMENT_CHANGES = {
+    "nodeImage": ("management", "nodeImage", "kindest/node:v1.35.1"),
+    "name": ("management", "name", "kamaji2"),
+    "dockerNetwork": ("management", "dockerNetwork", "kind-b"),
+}
+
+
+def edit_setting(config: dict, section: str, key: str, value) -> None:
+    config[section][key] = value
+
+
 class TestNewManagementCluster:
-    """management.nodeImage changes: a new kind cluster, so new control planes."""
+    """A change that needs a new kind cluster (and so new control planes, empty tenants)."""
+
+    @pytest.mark.parametrize("setting", sorted(MANAGEMENT_CHANGES))
+    def test_preview_refuses_it_naming_the_setting(self, two_workers, before, setting):
+        """The guard named after the setting is refused first (the kind command waits for it),
+        then the kind cluster, every control plane, and the MetalLB range guard (a derived range
+        is unknown until the new cluster's network is inspected): nothing else is protected."""
+        after = run_program(changed(two_workers, lambda c: edit_setting(c, *MANAGEMENT_CHANGES[setting])))
+        steps = plan(before, after)
+        refusals = refused(steps)
+        assert refusals[0] == f"management-create-only-{setting}"
+        assert set(refusals) == {f"management-create-only-{setting}", "management-kind",
+                                 "management-create-only-metallbAddressRange",
+                                 "tenant-a-control-plane", "tenant-b-control-plane"}
+        assert after.depends_on(after.named("management-kind"), after.named(refusals[0]))
 
     @pytest.fixture(scope="class")
     def steps(self, two_workers, before):
+        """What `pulumi up --ignore-protect` does, i.e. after the user chose to start over."""
         after = changed(two_workers, lambda c: c["management"].update(nodeImage="kindest/node:v1.35.1"))
-        return plan(before, run_program(after))
+        return plan(before, run_program(after), ignore_protect=True)
 
     def test_everything_on_it_is_deleted_first_then_recreated(self, steps):
         planned = ops(steps)
@@ -155,55 +182,74 @@ class TestNewManagementCluster:
 
 
 class TestCreateOnlySettings:
-    """kamajiEtcdReplicas and the MetalLB range: only a new management cluster takes them."""
+    """Settings a running platform cannot take: refused in preview, setting by setting."""
 
-    @pytest.mark.parametrize("edit", [
-        lambda c: c["management"].update(kamajiEtcdReplicas=1),
-        lambda c: c["management"].update(metallbAddressRange="172.18.254.100-172.18.254.150"),
+    @pytest.mark.parametrize(("edit", "guard", "waiting"), [
+        (lambda c: c["management"].update(kamajiEtcdReplicas=1),
+         "management-create-only-kamajiEtcdReplicas", ("kamaji",)),
+        (lambda c: c["management"].update(metallbAddressRange="172.18.254.100-172.18.254.150"),
+         "management-create-only-metallbAddressRange", ("management-metallb-pool",)),
+        (lambda c: c["tenants"][0].update(podCidr="10.40.0.0/16"),
+         "tenant-a-create-only-podCidr", ("tenant-a-control-plane",)),
+        (lambda c: c["tenants"][0].update(serviceCidr="10.41.0.0/16"),
+         "tenant-a-create-only-serviceCidr", ("tenant-a-control-plane",)),
     ])
-    def test_a_change_is_an_update_of_the_guard_that_kamaji_and_metallb_wait_for(
-            self, two_workers, before, edit):
+    def test_a_change_is_refused_by_its_own_guard_before_what_it_would_break(
+            self, two_workers, before, edit, guard, waiting):
         after = run_program(changed(two_workers, edit))
-        steps = plan(before, after)
-        assert ops(steps)["management-create-only-settings"] == "update"
-        guard = after.named("management-create-only-settings")
-        for dependent in ("kamaji", "management-metallb-pool"):
-            assert after.depends_on(after.named(dependent), guard)
+        assert refused(plan(before, after)) == [guard]
+        for dependent in waiting:
+            assert after.depends_on(after.named(dependent), after.named(guard))
+
+    def test_a_setting_a_later_release_adds_refuses_no_existing_stack(self, two_workers, before, monkeypatch):
+        """A new guard is a create, never a changed trigger of an existing one."""
+        added = CreateOnlySetting("newSetting", "management.newSetting", "it is new")
+        monkeypatch.setattr(management_render, "CLUSTER_CREATE_ONLY",
+                            (*management_render.CLUSTER_CREATE_ONLY, added))
+        original = management_render.management_create_only_values
+        monkeypatch.setattr(management_render, "management_create_only_values",
+                            lambda m, r: {**original(m, r), "newSetting": "x"})
+        steps = plan(before, run_program(two_workers))
+        assert [str(s) for s in steps] == ["create management-create-only-newSetting"]
+
+    def test_the_guard_names_the_setting_its_value_and_the_way_out(self):
+        setting = management_render.CLUSTER_CREATE_ONLY[-1]
+        script = guard_script(setting, management_render.MANAGEMENT_WAY_OUT)
+        result = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, timeout=30,
+                                check=True, env={**os.environ, GUARD_VALUE_ENV: "3"})
+        assert result.stdout.startswith("management.kamajiEtcdReplicas=3 is create-only: ")
+        assert "make down, then make up" in result.stdout
 
     def test_a_new_kind_cluster_takes_any_value(self, two_workers, before):
         after = changed(two_workers, lambda c: c["management"].update(
             nodeImage="kindest/node:v1.35.1", kamajiEtcdReplicas=1))
-        assert ops(plan(before, run_program(after)))["management-create-only-settings"] == \
-            REPLACED_AFTER_DELETE
+        planned = ops(plan(before, run_program(after), ignore_protect=True))
+        assert planned["management-create-only-kamajiEtcdReplicas"] == REPLACED_BEFORE_DELETE
 
-    @staticmethod
-    def run_guard(script: str, previous: str, **env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, timeout=30,
-                              env={**os.environ, "PULUMI_COMMAND_STDOUT": previous, **env}, check=False)
 
-    def test_the_guard_refuses_naming_the_setting_and_the_way_out(self):
-        management = ManagementConfig()
-        record = subprocess.run(["/bin/sh", "-c", management_render.create_only_record_script()],
-                                capture_output=True, text=True, timeout=30, check=True,
-                                env={**os.environ, "KAMAJI_ETCD_REPLICAS": "3",
-                                     "METALLB_ADDRESS_RANGE": "172.18.255.200-172.18.255.250"}).stdout.strip()
-        refusal = management_render.create_only_refusal_script(management)
-        same = self.run_guard(refusal, record, KAMAJI_ETCD_REPLICAS="3",
-                              METALLB_ADDRESS_RANGE="172.18.255.200-172.18.255.250")
-        assert same.returncode == 0
-        changed_size = self.run_guard(refusal, record, KAMAJI_ETCD_REPLICAS="1",
-                                      METALLB_ADDRESS_RANGE="172.18.255.200-172.18.255.250")
-        assert changed_size.returncode == 1
-        assert "management.kamajiEtcdReplicas=1" in changed_size.stderr
-        assert "management.kamajiEtcdReplicas=3" in changed_size.stderr
-        assert "--replace" in changed_size.stderr and "set the old value back" in changed_size.stderr
+def unprotected(program: Program, prefix: str) -> Program:
+    """The program as the state holds it after `make unprotect-tenant` of tenant `prefix`."""
+    copy_ = copy.deepcopy(program)
+    for reg in copy_.registrations:
+        if reg.name.startswith(f"{prefix}-"):
+            reg.options["protect"] = False
+    return copy_
 
 
 class TestDriftAndTeardown:
-    def test_destroy_deletes_only_what_outlives_its_cluster(self, before):
-        """Objects in the kind cluster go with it (deleted_with the kind command), objects inside a
-        tenant with its control plane: destroy runs only the host-side deletes and the kind delete."""
+    def test_destroy_is_refused_for_what_is_protected(self, before):
         steps = plan(before, SimpleNamespace(registrations=[]))
+        assert set(refused(steps)) == {
+            "management-kind", "tenant-a-control-plane", "tenant-b-control-plane",
+            *(f"management-create-only-{k}" for k in ("name", "nodeImage", "dockerNetwork",
+                                                        "kamajiEtcdReplicas", "metallbAddressRange")),
+            *(f"{t}-create-only-{k}" for t in ("tenant-a", "tenant-b") for k in ("podCidr", "serviceCidr"))}
+
+    def test_make_down_deletes_only_what_outlives_its_cluster(self, before):
+        """`make down` ignores protect on purpose. Objects in the kind cluster go with it
+        (deleted_with the kind command), objects inside a tenant with its control plane:
+        destroy runs only the host-side deletes and the kind delete."""
+        steps = plan(before, SimpleNamespace(registrations=[]), ignore_protect=True)
         deleted = {s.type for s in provider_deletes(steps)}
         assert not [t for t in deleted if t.startswith("kubernetes:")], deleted
         deleted_names = [s.name for s in provider_deletes(steps)]
@@ -211,10 +257,16 @@ class TestDriftAndTeardown:
             set(deleted_names)
         assert deleted_names.index("tenant-a-worker-0") < deleted_names.index("management-kind")
 
-    def test_removing_a_tenant_deletes_its_control_plane_and_workers_not_each_object_inside(
+    def test_removing_a_tenant_is_refused_until_it_is_unprotected(self, two_workers, before):
+        after = run_program(changed(two_workers, lambda c: c.update(tenants=c["tenants"][:1])))
+        assert set(refused(plan(before, after))) == {
+            "tenant-b-control-plane", "tenant-b-create-only-podCidr", "tenant-b-create-only-serviceCidr"}
+
+    def test_an_unprotected_tenant_is_deleted_with_its_control_plane_not_object_by_object(
             self, two_workers, before):
         after = changed(two_workers, lambda c: c.update(tenants=c["tenants"][:1]))
-        steps = plan(before, run_program(after))
+        steps = plan(unprotected(before, "tenant-b"), run_program(after))
+        assert refused(steps) == []
         deleted = {s.name for s in provider_deletes(steps)}
         assert {"tenant-b-control-plane", "tenant-b-worker-0", "tenant-b-namespace"} <= deleted
         assert "tenant-b-gpus-hami" not in deleted, "it goes with tenant-b's control plane"
@@ -229,3 +281,53 @@ class TestDriftAndTeardown:
         assert planned["tenant-a-worker-0"] == planned["tenant-a-worker-1"] == REPLACED_AFTER_DELETE
         assert position(steps, "create-replacement", "tenant-a-worker-0") < \
             position(steps, "delete-replaced", "tenant-a-worker-1")
+
+
+DAY2_CHANGES = {
+    "kubernetesVersion": lambda c: c["tenants"][0].update(kubernetesVersion="v1.36.0"),
+    "workers up": lambda c: c["tenants"][0].update(workers=3),
+    "workers down": lambda c: c["tenants"][0].update(workers=1),
+    "hami": lambda c: c["tenants"][0].update(hami={"gpuSchedulerPolicy": "spread", "nodeLockTimeout": "10s"}),
+    "gpus.perWorker": lambda c: c["tenants"][0]["gpus"].update(perWorker=2),
+    "gpuQuotas": lambda c: c["tenants"][0].update(gpuQuotas={"ml": {"requests.nvidia.com/gpu": 1}}),
+    "referencePod": lambda c: c.update(referencePod={"gpumem": 10000, "gpucores": 10}),
+    "controlPlaneReplicas": lambda c: c["tenants"][0].update(controlPlaneReplicas=2),
+}
+
+
+class TestFixedNamesSurviveDay2:
+    """pulumi-kubernetes replaces an object when one of its kind's forced-replacement fields
+    changes, and deletes a fixed-name object before re-creating it (provider/pkg/provider/
+    diff.go, provider.go v4.32.0): no day-2 change may do that to an object a tenant runs on."""
+
+    @staticmethod
+    def replaced_objects(steps) -> list[str]:
+        return sorted({s.name for s in steps if s.op in ("delete-replaced", "create-replacement", REFUSED)
+                       and s.type.startswith("kubernetes:") and not s.type.endswith("NodePatch")})
+
+    @pytest.mark.parametrize("change", sorted(DAY2_CHANGES))
+    def test_no_object_is_deleted_and_recreated(self, two_workers, before, change):
+        steps = plan(before, run_program(changed(two_workers, DAY2_CHANGES[change])))
+        assert refused(steps) == []
+        assert self.replaced_objects(steps) == []
+
+    def test_a_new_tenant_endpoint_updates_kube_proxys_configmap_in_place_and_rolls_its_pods(
+            self, two_workers, before, monkeypatch):
+        monkeypatch.setattr(harness, "tenant_lb_address", lambda name: "172.18.255.249")
+        steps = plan(before, run_program(two_workers))
+        planned = ops(steps)
+        assert planned["tenant-a-kube-proxy-configmap-kube-system-kube-proxy"] == "update"
+        daemonset = next(s for s in steps if s.name == "tenant-a-kube-proxy-daemonset-kube-system-kube-proxy")
+        assert daemonset.op == "update" and "spec" in daemonset.why
+        assert self.replaced_objects(steps) == []
+
+    def test_without_a_mutable_configmap_provider_it_would_be_deleted_first(self, two_workers, before,
+                                                                            monkeypatch):
+        """What the provider flag prevents: the model plans the provider's default."""
+        monkeypatch.setattr(harness, "tenant_lb_address", lambda name: "172.18.255.249")
+        after = run_program(two_workers)
+        for reg in (before, after):
+            for provider in reg.of_type("pulumi:providers:kubernetes"):
+                provider.inputs.pop("enableConfigMapMutable", None)
+        steps = plan(before, after)
+        assert ops(steps)["tenant-a-kube-proxy-configmap-kube-system-kube-proxy"] == REPLACED_AFTER_DELETE

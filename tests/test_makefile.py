@@ -77,3 +77,17 @@ def test_the_cli_minimum_is_the_sdk_pin():
     pins = dict(line.split("==") for line in (ROOT / "requirements.txt").read_text().splitlines()
                 if "==" in line and not line.startswith("#"))
     assert pins["pulumi"] == versions.PULUMI_CLI_MIN_VERSION
+
+
+def test_down_destroys_protected_resources_on_purpose_without_draining(tools):
+    """The kind cluster, control planes and guards are protected; `make down` is the one place
+    that removes them all (pulumi >= 3.256 `--ignore-protect`), and nothing is left to drain to."""
+    result = make("down", tools, "-n", "STACK=lab")
+    assert "KHP_SKIP_DRAIN=1 pulumi destroy --yes --ignore-protect --stack lab" in result.stdout
+
+
+def test_unprotect_tenant_names_the_tenant_or_says_how(tools):
+    result = make("unprotect-tenant", tools, "-n", "STACK=lab", "TENANT=tenant-b")
+    assert "-m components.protection --stack lab --tenant tenant-b" in result.stdout
+    usage = make("unprotect-tenant", tools, "STACK=lab")
+    assert usage.returncode != 0 and "usage: make unprotect-tenant TENANT=<name>" in usage.stdout

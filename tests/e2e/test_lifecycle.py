@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components import node_join
 from components.config import PROJECT
 from tests.e2e.conftest import REQUIRE_STACK
 from tests.e2e.support import (
@@ -66,8 +67,8 @@ def test_lifecycle_up_cases_noop_preview_destroy():
     stack_file = ROOT / f"Pulumi.{name}.yaml"
     stack_file.write_text(yaml.safe_dump({"config": lifecycle_config(name)}, sort_keys=False))
     timer = Timer()
-    stack = auto.create_or_select_stack(stack_name=name, work_dir=str(ROOT),
-                                        opts=auto.LocalWorkspaceOptions(env_vars=backend_env()))
+    stack = auto.create_or_select_stack(stack_name=name, work_dir=str(ROOT), opts=auto.LocalWorkspaceOptions(
+        env_vars={**backend_env(), node_join.SKIP_DRAIN_ENV: "1"}))
     try:
         timer.phase("pulumi up", lambda: stack.up(on_output=print))
         cases = timer.phase("acceptance cases", lambda: subprocess.run(
@@ -79,6 +80,12 @@ def test_lifecycle_up_cases_noop_preview_destroy():
         changes = planned_changes(preview.change_summary)
         assert changes == {}, f"a second preview plans changes: {changes}"
     finally:
+        # `make down` semantics: the kind cluster, control planes and guards are protected, and
+        # the whole platform goes, so nothing is drained (the Automation API has no
+        # --ignore-protect: clear the flags first).
+        timer.phase("unprotect", lambda: subprocess.run(
+            ["pulumi", "state", "unprotect", "--all", "--yes", "--stack", name], cwd=ROOT,
+            env={**os.environ, **backend_env()}, check=True, timeout=300))
         timer.phase("pulumi destroy", lambda: stack.destroy(on_output=print))
         stack.workspace.remove_stack(name)
         stack_file.unlink(missing_ok=True)
