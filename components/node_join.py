@@ -18,7 +18,15 @@ from components import versions
 from components.config import ManagementConfig, TenantConfig
 
 KUBECONFIG_ENV = "TENANT_KUBECONFIG"
+# `KHP_SKIP_DRAIN=1` in the environment of `pulumi destroy`/`up`: remove workers without
+# draining them first (`make down` sets it: the whole tenant goes, nothing is left to move to).
+SKIP_DRAIN_ENV = "KHP_SKIP_DRAIN"
 BOOTSTRAP_TOKEN_TTL = "10m"
+# A joined node must be Ready before the next worker is replaced (attempts, seconds apart).
+NODE_READY_WAIT = (120, 2)
+DRAIN_TIMEOUT = "120s"
+# Exit codes of the node removal inside the container.
+REMOVED, DRAIN_FAILED, API_UNREACHABLE = 0, 2, 3
 # Kamaji's own e2e joins kindest/node containers with these (clastix/kamaji 26.8.2-edge
 # e2e/worker_kubeadm_join_test.go), plus Swap: the platform never turns the host's swap off.
 IGNORED_PREFLIGHT_ERRORS = "SystemVerification,FileExisting,Swap"
@@ -82,8 +90,30 @@ def image_pull_script(image: str) -> str:
             f"else docker pull {quoted}; fi\n")
 
 
+def _node_ready_wait(node: str, kc: str) -> str:
+    """Wait until the joined node is Ready (CNI up, kubelet posting), so a rolling replacement
+    never takes the next node away while this one cannot run pods; a node that does not get
+    Ready is deleted from the tenant again (its container is removed by the caller)."""
+    attempts, interval = NODE_READY_WAIT
+    ready = "{.status.conditions[?(@.type==\"Ready\")].status}"
+    conditions = "{range .status.conditions[*]}{.type}={.status} {.reason}; {end}"
+    return f"""ready=""
+for attempt in $(seq 1 {attempts}); do
+  ready=$(kubectl --kubeconfig {kc} get node {node} -o jsonpath='{ready}' 2>/dev/null || true)
+  [ "$ready" = "True" ] && break
+  sleep {interval}
+done
+if [ "$ready" != "True" ]; then
+  conditions=$(kubectl --kubeconfig {kc} get node {node} -o jsonpath='{conditions}' 2>&1 || true)
+  kubectl --kubeconfig {kc} delete node {node} --ignore-not-found >/dev/null 2>&1 || true
+  echo "node {node} joined but was not Ready within {attempts * interval}s: $conditions"; exit 1
+fi
+echo "node {node} is Ready"
+"""
+
+
 def _inner_join_script(node: str, kubeconfig: str = CONTAINER_KUBECONFIG) -> str:
-    """Runs inside the container: mint a short-lived token, join, delete the token.
+    """Runs inside the container: mint a short-lived token, join, delete the token, wait for Ready.
 
     Only the token command's stdout is the join command: a warning kubeadm
     prints on stderr must never become part of the command that runs next.
@@ -107,7 +137,7 @@ if ! output=$($join --node-name {node} --ignore-preflight-errors={IGNORED_PREFLI
 fi
 kubeadm token delete --kubeconfig {kc} "${{token%%.*}}" >/dev/null 2>&1 || true
 echo "joined {node}"
-"""
+""" + _node_ready_wait(node, kc)
 
 
 def create_script(worker: Worker) -> str:
@@ -165,15 +195,48 @@ printf '%s\\n' "$output" | {REDACT_SED}
 """
 
 
+def _inner_delete_script(node: str, kubeconfig: str) -> str:
+    """Runs inside the container: drain the node, then delete it from the tenant.
+
+    Exit REMOVED when the node is gone (or never was in the tenant), DRAIN_FAILED when the
+    drain fails (a PodDisruptionBudget, a pod that will not go: the node stays cordoned),
+    API_UNREACHABLE when the tenant API does not answer. `$1` is `drain` or `no-drain`.
+    `--force` deletes pods no controller recreates; `--delete-emptydir-data` drops their
+    emptyDir volumes: both would go with the node anyway.
+    """
+    kc = kubeconfig
+    return f"""set -u
+trap 'rm -f {kc}' EXIT
+if ! found=$(kubectl --kubeconfig {kc} get node {node} -o name 2>&1); then
+  case "$found" in
+    *NotFound*|*"not found"*) echo "node {node} is not in the tenant"; exit {REMOVED} ;;
+  esac
+  echo "$found"; exit {API_UNREACHABLE}
+fi
+if [ "$1" = drain ]; then
+  if ! out=$(kubectl --kubeconfig {kc} drain {node} --ignore-daemonsets --delete-emptydir-data \\
+      --force --timeout={DRAIN_TIMEOUT} 2>&1); then
+    echo "$out"; exit {DRAIN_FAILED}
+  fi
+fi
+if ! out=$(kubectl --kubeconfig {kc} delete node {node} --ignore-not-found --timeout=60s 2>&1); then
+  echo "$out"; exit {API_UNREACHABLE}
+fi
+echo "node {node} removed from the tenant"
+"""
+
+
 def delete_script(worker: Worker) -> str:
-    """Drain and delete the node in the tenant, then remove the container; tolerant of both being gone."""
+    """Drain the node and delete it from the tenant, then remove the container.
+
+    A drain that fails stops here: the node stays cordoned and its container stays, so a
+    rolling replacement or a scale-down never throws pods away behind a PodDisruptionBudget.
+    `KHP_SKIP_DRAIN=1` skips the drain (`make down`: the whole platform goes). A tenant API
+    that does not answer, or a node already gone, does not stop the container's removal.
+    """
     name = shlex.quote(worker.name)
     kc = "/tmp/tenant-admin.conf"
-    inner = shlex.quote(
-        f"set -u; trap 'rm -f {kc}' EXIT; "
-        f"kubectl --kubeconfig {kc} drain {worker.name} --ignore-daemonsets --delete-emptydir-data "
-        f"--force --timeout=60s >/dev/null 2>&1; "
-        f"kubectl --kubeconfig {kc} delete node {worker.name} --ignore-not-found --timeout=30s")
+    inner = shlex.quote(_inner_delete_script(worker.name, kc))
     cluster = shlex.quote(worker.management.name)
     return f"""set -u
 name={name}
@@ -184,12 +247,25 @@ if docker inspect "$name" >/dev/null 2>&1; then
       "not {worker.management.name}: left alone" >&2
     exit 0
   fi
-  if printf '%s' "${KUBECONFIG_ENV}" | docker exec -i "$name" sh -c 'umask 077; cat > {kc}' \\
-      && docker exec "$name" bash -c {inner} >/dev/null 2>&1; then
-    echo "node $name removed from tenant {worker.tenant.name}"
+  drain=drain
+  [ "${{{SKIP_DRAIN_ENV}:-}}" = 1 ] && drain=no-drain
+  status={API_UNREACHABLE}
+  if printf '%s' "${KUBECONFIG_ENV}" | docker exec -i "$name" sh -c 'umask 077; cat > {kc}'; then
+    output=$(docker exec "$name" bash -c {inner} bash "$drain" 2>&1) && status=0 || status=$?
   else
-    echo "warning: could not remove node $name from tenant {worker.tenant.name} (API unreachable?)" >&2
+    output="cannot reach the container"
   fi
+  case "$status" in
+    {REMOVED}) printf '%s\\n' "$output" | {REDACT_SED} ;;
+    {DRAIN_FAILED})
+      printf 'worker %s: the drain failed, so the node stays cordoned and its container is kept:\\n%s\\n' \\
+        "$name" "$output" | {REDACT_SED} >&2
+      echo "Resolve what blocks the eviction (kubectl get pdb -A in the tenant) and run again, or" \\
+        "remove the worker without a drain: {SKIP_DRAIN_ENV}=1 (its pods are deleted with it)." >&2
+      exit 1 ;;
+    *) printf 'warning: could not remove node %s from tenant %s (API unreachable?): %s\\n' \\
+         "$name" {shlex.quote(worker.tenant.name)} "$output" | {REDACT_SED} >&2 ;;
+  esac
   # -v: also the container's anonymous /var volume (images, kubelet data), as kind does.
   docker rm -f -v "$name" >/dev/null
   echo "container $name removed"

@@ -141,53 +141,91 @@ class TestReplacedControlPlane:
         assert sum(c.startswith("exec tenant-a-worker-0 bash -c") for c in calls(tmp_path)) == 1
 
 
-def test_token_command_stderr_never_becomes_part_of_the_join_command(tmp_path):
-    """The inner script runs here with a stand-in kubeadm that warns on stderr while printing
-    the join command on stdout (as kubeadm does on, e.g., a deprecated flag)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    fake = bin_dir / "kubeadm"
-    fake.write_text(f"""#!/bin/bash
-printf '%s\\n' "$*" >> {tmp_path}/kubeadm.calls
-case "$1 $2" in
-  "token create") echo "W1202 warning: something deprecated" >&2
-                  echo "kubeadm join 172.18.255.201:6443 --token abcdef.0123456789abcdef" ;;
-  "token delete") ;;
-  join*) ;;
-esac
-""")
-    fake.chmod(0o755)
-    script = node_join._inner_join_script("tenant-a-worker-0", str(tmp_path / "admin.conf"))
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    result = subprocess.run(["/bin/bash", "-c", script], env=env, capture_output=True, text=True,
-                            timeout=30, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
-    (join,) = [c for c in (tmp_path / "kubeadm.calls").read_text().splitlines() if c.startswith("join")]
-    assert join.startswith("join 172.18.255.201:6443 --token abcdef.0123456789abcdef --node-name")
-    assert "W1202" not in join and "warning" not in join
+def test_token_command_stderr_never_becomes_part_of_the_join_command(worker, tmp_path):
+    """The stand-in kubeadm warns on stderr while printing the join command on stdout (as
+    kubeadm does on, e.g., a deprecated flag): only stdout becomes the join command."""
+    assert run(node_join.create_script(worker), tmp_path).returncode == 0
+    (join,) = [c for c in calls(tmp_path) if c.startswith("kubeadm join")]
+    assert join.startswith("kubeadm join 172.18.255.201:6443 --token abcdef.0123456789abcdef "
+                           "--discovery-token-ca-cert-hash sha256:")
+    assert "--node-name tenant-a-worker-0" in join and "W1202" not in join
+
+
+class TestReadiness:
+    """The next worker of a rolling replacement starts only once this one's Node is Ready."""
+
+    def test_create_returns_only_once_the_node_is_ready(self, worker, tmp_path):
+        result = run(node_join.create_script(worker), tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert "node tenant-a-worker-0 is Ready" in result.stdout
+        ready_checks = [c for c in calls(tmp_path) if c.startswith("kubectl") and "Ready" in c]
+        assert ready_checks and calls(tmp_path).index(ready_checks[0]) > \
+            next(i for i, c in enumerate(calls(tmp_path)) if c.startswith("kubeadm join"))
+
+    def test_a_node_that_never_gets_ready_fails_and_leaves_nothing_behind(self, worker, tmp_path,
+                                                                           monkeypatch):
+        monkeypatch.setattr(node_join, "NODE_READY_WAIT", (2, 0))
+        result = run(node_join.create_script(worker), tmp_path, FAKE_NODE_NOT_READY="1")
+        assert result.returncode == 1
+        assert "joined but was not Ready within 0s" in result.stderr
+        assert "NetworkUnavailable=True" in result.stderr, "the node's conditions say why"
+        assert not (tmp_path / "nodes" / "tenant-a-worker-0").exists(), "deleted from the tenant"
+        assert not (tmp_path / "containers" / "tenant-a-worker-0").exists(), "container removed"
 
 
 class TestDelete:
-    def test_drains_deletes_node_and_removes_container(self, worker, tmp_path):
-        run(node_join.create_script(worker), tmp_path)
-        result = run(node_join.delete_script(worker), tmp_path)
+    @pytest.fixture
+    def joined(self, worker, tmp_path) -> Path:
+        assert run(node_join.create_script(worker), tmp_path).returncode == 0
+        return tmp_path
+
+    def test_drains_deletes_node_and_removes_container(self, worker, joined):
+        result = run(node_join.delete_script(worker), joined)
         assert result.returncode == 0, result.stderr
-        assert "rm -f -v tenant-a-worker-0" in calls(tmp_path), "kind removes volumes too (rm -f -v)"
-        inner = [c for c in calls(tmp_path) if c.startswith("exec tenant-a-worker-0 bash -c")][-1]
-        assert "drain tenant-a-worker-0" in inner and "delete node tenant-a-worker-0" in inner
-        assert not (tmp_path / "containers" / "tenant-a-worker-0").exists()
+        removal = [verb for c in calls(joined) for verb in ("drain", "delete node")
+                   if c.startswith("kubectl") and f" {verb} tenant-a-worker-0 " in c]
+        assert removal == ["drain", "delete node"]
+        assert "rm -f -v tenant-a-worker-0" in calls(joined), "kind removes volumes too (rm -f -v)"
+        assert not (joined / "nodes" / "tenant-a-worker-0").exists()
+        assert not (joined / "containers" / "tenant-a-worker-0").exists()
+
+    def test_a_failed_drain_stops_and_keeps_the_node_and_its_container(self, worker, joined):
+        """A PodDisruptionBudget that blocks the eviction stops a rolling replacement or a
+        scale-down here: nothing is thrown away, and the message says how to go on."""
+        result = run(node_join.delete_script(worker), joined, FAKE_DRAIN_FAIL="1")
+        assert result.returncode == 1
+        assert "the drain failed" in result.stderr and "disruption budget" in result.stderr
+        assert f"{node_join.SKIP_DRAIN_ENV}=1" in result.stderr
+        assert (joined / "nodes" / "tenant-a-worker-0").exists()
+        assert (joined / "containers" / "tenant-a-worker-0").exists()
+        assert not any(c.startswith("rm ") for c in calls(joined))
+
+    def test_skip_drain_removes_without_draining(self, worker, joined):
+        result = run(node_join.delete_script(worker), joined, FAKE_DRAIN_FAIL="1",
+                     **{node_join.SKIP_DRAIN_ENV: "1"})
+        assert result.returncode == 0, result.stderr
+        assert not any(c.startswith("kubectl") and " drain " in c for c in calls(joined))
+        assert not (joined / "nodes" / "tenant-a-worker-0").exists()
+        assert not (joined / "containers" / "tenant-a-worker-0").exists()
+
+    def test_a_node_already_gone_from_the_tenant_is_not_drained(self, worker, joined):
+        (joined / "nodes" / "tenant-a-worker-0").unlink()
+        result = run(node_join.delete_script(worker), joined)
+        assert result.returncode == 0, result.stderr
+        assert "not in the tenant" in result.stdout
+        assert not any(c.startswith("kubectl") and " drain " in c for c in calls(joined))
+        assert not (joined / "containers" / "tenant-a-worker-0").exists()
 
     def test_tolerates_a_container_that_is_already_gone(self, worker, tmp_path):
         result = run(node_join.delete_script(worker), tmp_path)
         assert result.returncode == 0
         assert "already gone" in result.stdout
 
-    def test_removes_the_container_even_when_the_tenant_api_is_down(self, worker, tmp_path):
-        run(node_join.create_script(worker), tmp_path)
-        result = run(node_join.delete_script(worker), tmp_path, FAKE_API_DOWN="1")
+    def test_removes_the_container_even_when_the_tenant_api_is_down(self, worker, joined):
+        result = run(node_join.delete_script(worker), joined, FAKE_API_DOWN="1")
         assert result.returncode == 0
-        assert "could not remove node" in result.stderr
-        assert not (tmp_path / "containers" / "tenant-a-worker-0").exists()
+        assert "could not remove node" in result.stderr and "no route to host" in result.stderr
+        assert not (joined / "containers" / "tenant-a-worker-0").exists()
 
 
 def test_scripts_hold_no_secret_only_the_variable_name(worker):
