@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from components import versions
+from components import names, versions
 
 PROJECT = "kamaji-hami-platform"
 
@@ -125,7 +125,7 @@ class TenantConfig:
         return str(ipaddress.ip_network(self.service_cidr)[10])
 
     def worker_names(self) -> list[str]:
-        return [f"{self.name}-worker-{index}" for index in range(self.workers)]
+        return [names.worker_name(self.name, index) for index in range(self.workers)]
 
 
 @dataclass(frozen=True)
@@ -401,8 +401,9 @@ def _check_node_ranges(pod_net: ipaddress.IPv4Network, workers: int, path: str,
     if workers > ranges:
         problems.add(f"{path}.workers", f"{workers} workers need {workers} node ranges of "
                                         f"/{NODE_POD_CIDR_PREFIX}, but podCidr {pod_net} holds "
-                                        f"only {ranges}: use at most {ranges} workers or a "
-                                        "larger podCidr")
+                                        f"only {ranges}: use at most {ranges} workers (a running "
+                                        "tenant keeps its podCidr; only a new tenant can take a "
+                                        "larger one)")
 
 
 def _check_overlaps(tenants: list[TenantConfig], problems: _Problems) -> None:
@@ -417,6 +418,19 @@ def _check_overlaps(tenants: list[TenantConfig], problems: _Problems) -> None:
                 if network.overlaps(other):
                     problems.add(f"tenants[{index}].{key}", f"{cidr} overlaps {owner} ({other})")
             claimed.append((f"tenants[{index}].{key}", network))
+
+
+def _check_generated_names(management: ManagementConfig, raw_tenants: list[Any],
+                           tenants: list[TenantConfig], problems: _Problems) -> None:
+    """Every name Kubernetes, kind or Docker will see, from the valid parts of the config."""
+    index: dict[str, int] = {}
+    for i, raw in enumerate(raw_tenants):
+        if isinstance(raw, Mapping) and isinstance(raw.get("name"), str):
+            index.setdefault(raw["name"], i)
+    shapes = [names.TenantShape(f"tenants[{index[t.name]}].name", t.name, t.workers, t.gpus is not None)
+              for t in tenants]
+    for path, problem in names.check(management.name, shapes):
+        problems.add(path, problem)
 
 
 def _parse_management(raw: Any, problems: _Problems) -> ManagementConfig:
@@ -495,6 +509,7 @@ def parse_config(raw: Mapping[str, Any]) -> PlatformConfig:
         elif isinstance(name, str):
             seen[name] = index
     _check_overlaps(tenants, problems)
+    _check_generated_names(management, raw_tenants, tenants, problems)
     reference_pod = _parse_reference_pod(raw.get("referencePod"), problems)
     if problems.items:
         raise ConfigError(problems.items)

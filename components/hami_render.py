@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components import versions
+from components import names, versions
 from components.config import TenantConfig
 from components.gpu_devices import (
     GPU_NODE_LABEL,
@@ -23,7 +23,7 @@ SCHEDULER_NAME = "hami-scheduler"
 # The chart's own default extender args; `scheduler.extender.extraArgs`
 # replaces the list, so they are repeated next to the lock timeout.
 DEFAULT_EXTENDER_ARGS = ("--debug", "-v=4")
-CAPACITY_AGENT = "hami-mock-gpu-capacity"
+CAPACITY_AGENT = names.CAPACITY_AGENT
 CAPACITY_SCHEDULE = "* * * * *"
 NODE_STATUS_RESOURCE = "nodes/status"
 QUOTA_NAME = "hami-gpu-quota"
@@ -150,7 +150,7 @@ def _capacity_cronjob(node: str, slots: int) -> dict[str, Any]:
     }
     return {
         "apiVersion": "batch/v1", "kind": "CronJob",
-        "metadata": {"name": f"{CAPACITY_AGENT}-{node}", "namespace": HAMI_NAMESPACE},
+        "metadata": {"name": names.capacity_cronjob_name(node), "namespace": HAMI_NAMESPACE},
         "spec": {
             "schedule": CAPACITY_SCHEDULE,
             "concurrencyPolicy": "Forbid",

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from components import hami_render, tenant_addons
+from components import hami_render, names, tenant_addons
 from components.config import parse_config
 from components.gpu_devices import GPU_RESOURCE, tenant_devices
 from tests.harness import dev_stack_config
@@ -284,3 +284,49 @@ def test_patch_force_takes_back_exactly_the_platforms_node_fields(api, platform,
     live = api.get("node", node)["metadata"]
     assert live["labels"]["gpu"] == "on"
     assert live["annotations"]["hami.io/node-handshake"].startswith("Requesting_")
+
+
+LONGEST_TENANT = "t" + "x" * 38 + "a"  # 40 characters, the longest tenants[].name accepted
+
+
+def longest_names_config() -> dict:
+    """The dev stack with the longest names and most workers the config accepts."""
+    config = dev_stack_config()
+    config["management"]["name"] = "k" * 40
+    config["tenants"][0].update(name=LONGEST_TENANT, workers=99)
+    return config
+
+
+def test_the_longest_names_the_config_accepts_are_accepted_by_the_real_api_server(api):
+    """Every name derived from the longest accepted config, in the objects that carry it
+    (components/names.py): the namespace, the Service and label Kamaji derive from the tenant,
+    its Secrets, the workers' Nodes and their capacity CronJobs (52 characters at most)."""
+    platform = parse_config(longest_names_config())
+    tenant = platform.tenants[0]
+    nodes = {node: 10 for node in tenant.worker_names()[-2:]}  # the longest worker names
+    label = {"kamaji.clastix.io/name": tenant.name}
+    api.apply([namespace(tenant.name)])
+    api.apply([
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": tenant.name, "namespace": tenant.name,
+                                                             "labels": label},
+         "spec": {"ports": [{"port": 6443}]}},
+        *({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": secret, "namespace": tenant.name}}
+          for secret in (names.admin_kubeconfig_secret(tenant.name),
+                         f"{tenant.name}-{names.KAMAJI_LONGEST_SUFFIX}")),
+        *({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": label}}
+          for node in nodes),
+        *hami_render.capacity_agent_objects(nodes),
+    ])
+    cronjobs = [o["metadata"]["name"] for o in hami_render.capacity_agent_objects(nodes)
+                if o["kind"] == "CronJob"]
+    assert all(api.get("cronjob", name, "-n", hami_render.HAMI_NAMESPACE) for name in cronjobs)
+
+
+def test_a_capacity_cronjob_named_after_a_long_node_as_before_is_refused(api):
+    """The name before names.capacity_cronjob_name: the real API server refuses it (its Jobs
+    add 11 characters to a name that must stay a 63-character label value)."""
+    node = names.worker_name(LONGEST_TENANT, 98)
+    job = next(o for o in hami_render.capacity_agent_objects({node: 10}) if o["kind"] == "CronJob")
+    job["metadata"]["name"] = f"{hami_render.CAPACITY_AGENT}-{node}"
+    result = api.try_apply([job])
+    assert result.returncode != 0 and "must be no more than 52 characters" in result.stderr, result.stderr
