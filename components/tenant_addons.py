@@ -14,6 +14,8 @@ Both talk to the tenant API server at its load-balancer endpoint, because the
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 import yaml
@@ -26,6 +28,9 @@ KINDNET = "kindnet"
 KUBE_PROXY = "kube-proxy"
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 SYSTEM_NODE_CRITICAL = "system-node-critical"
+# kube-proxy reads its configuration once: a changed ConfigMap (updated in place, the tenant
+# provider sets enableConfigMapMutable) rolls its pods through this pod-template annotation.
+CONFIG_HASH_ANNOTATION = "io.kamaji-hami-platform/config-hash"
 
 
 def _meta(name: str, namespace: str | None = KUBE_SYSTEM, **labels: str) -> dict[str, Any]:
@@ -135,8 +140,16 @@ def kube_proxy_kubeconfig(endpoint: str) -> dict[str, Any]:
     }
 
 
+def config_hash(data: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def kube_proxy_objects(tenant: TenantConfig, endpoint: str) -> list[dict[str, Any]]:
     labels = {"k8s-app": KUBE_PROXY}
+    config = {
+        "config.conf": yaml.safe_dump(kube_proxy_configuration(tenant), sort_keys=True),
+        "kubeconfig.conf": yaml.safe_dump(kube_proxy_kubeconfig(endpoint), sort_keys=True),
+    }
     container = {
         "name": KUBE_PROXY,
         "image": f"{versions.KUBE_PROXY_IMAGE_REPOSITORY}:{tenant.kubernetes_version}",
@@ -154,25 +167,24 @@ def kube_proxy_objects(tenant: TenantConfig, endpoint: str) -> list[dict[str, An
         _service_account(KUBE_PROXY),
         # system:node-proxier is a bootstrap ClusterRole of every API server.
         _cluster_role_binding(KUBE_PROXY, "system:node-proxier"),
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(KUBE_PROXY, **labels),
-         "data": {
-             "config.conf": yaml.safe_dump(kube_proxy_configuration(tenant), sort_keys=True),
-             "kubeconfig.conf": yaml.safe_dump(kube_proxy_kubeconfig(endpoint), sort_keys=True),
-         }},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(KUBE_PROXY, **labels), "data": config},
         {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": _meta(KUBE_PROXY, **labels),
          "spec": {
              "selector": {"matchLabels": labels},
              "updateStrategy": {"type": "RollingUpdate"},
-             "template": {"metadata": {"labels": labels}, "spec": {
-                 "hostNetwork": True,
-                 "priorityClassName": SYSTEM_NODE_CRITICAL,
-                 "serviceAccountName": KUBE_PROXY,
-                 "nodeSelector": {"kubernetes.io/os": "linux"},
-                 "tolerations": [{"operator": "Exists"}],
-                 "containers": [container],
-                 "volumes": [{"name": KUBE_PROXY, "configMap": {"name": KUBE_PROXY}},
-                             _host_path("xtables-lock", "/run/xtables.lock", "FileOrCreate"),
-                             _host_path("lib-modules", "/lib/modules")],
-             }},
+             "template": {
+                 "metadata": {"labels": labels, "annotations": {CONFIG_HASH_ANNOTATION: config_hash(config)}},
+                 "spec": {
+                     "hostNetwork": True,
+                     "priorityClassName": SYSTEM_NODE_CRITICAL,
+                     "serviceAccountName": KUBE_PROXY,
+                     "nodeSelector": {"kubernetes.io/os": "linux"},
+                     "tolerations": [{"operator": "Exists"}],
+                     "containers": [container],
+                     "volumes": [{"name": KUBE_PROXY, "configMap": {"name": KUBE_PROXY}},
+                                 _host_path("xtables-lock", "/run/xtables.lock", "FileOrCreate"),
+                                 _host_path("lib-modules", "/lib/modules")],
+                 },
+             },
          }},
     ]

@@ -75,3 +75,19 @@ class TestKubeProxy:
     def test_bound_to_the_node_proxier_role(self, tenant):
         binding = by_kind(tenant_addons.kube_proxy_objects(tenant, ENDPOINT))["ClusterRoleBinding"]
         assert binding["roleRef"]["name"] == "system:node-proxier"
+
+
+def test_kube_proxy_pods_roll_when_their_configuration_changes(dev_config):
+    """kube-proxy reads its ConfigMap once; the tenant provider updates the ConfigMap in place,
+    and this pod-template annotation makes the DaemonSet roll its pods onto the new content."""
+    from components.config import parse_config
+
+    tenant = parse_config(dev_config).tenants[0]
+
+    def hash_for(endpoint: str) -> str:
+        objects = tenant_addons.kube_proxy_objects(tenant, endpoint)
+        (daemonset,) = [o for o in objects if o["kind"] == "DaemonSet"]
+        return daemonset["spec"]["template"]["metadata"]["annotations"][tenant_addons.CONFIG_HASH_ANNOTATION]
+
+    assert hash_for("172.18.255.201:6443") == hash_for("172.18.255.201:6443")
+    assert hash_for("172.18.255.201:6443") != hash_for("172.18.255.202:6443")
