@@ -44,22 +44,25 @@ def host_port(url: str) -> str:
     return urlparse(url).netloc
 
 
-def control_plane_uid(metadata: dict | None, dry_run: bool) -> str:
+def control_plane_uid(secret_metadata: object, dry_run: bool) -> str:
     """The TenantControlPlane's UID: what tells a new control plane from the one workers joined.
 
-    A preview in which pulumi-kubernetes cannot dry-run the TCP's update returns its inputs
-    as outputs, without a UID (provider/pkg/provider/provider.go v4.32.0 `Update`: unknown
-    inputs, an unregistered kind or a Forbidden answer). There the UID is unknown, never ""
-    (a known, changed value would plan a new provider and new workers). After `up`, a TCP
-    without a UID means something is wrong; the error stops before anything depends on it.
+    Read from the admin kubeconfig Secret's controller reference (Kamaji sets the TCP as its
+    controller: clastix/kamaji 26.8.2-edge internal/resources/kubeconfig.go), not from the TCP's
+    own outputs: a preview in which pulumi-kubernetes cannot dry-run the TCP's update returns its
+    inputs, without a UID (provider/pkg/provider/provider.go v4.32.0 `Update`), while the Secret
+    is read for real in every preview where the TCP is not being created or replaced. Where the
+    Secret is not read yet, the UID is unknown. A UID still missing is unknown in preview (never
+    "", a known, changed value that plans a new provider and new workers) and an error in `up`.
     """
-    uid = (metadata or {}).get("uid")
+    owners = getattr(secret_metadata, "owner_references", None) or []
+    uid = next((o.uid for o in owners if o.kind == tcp_render.KIND and o.controller), None)
     if uid:
         return uid
     if dry_run:
         return pulumi.output.UNKNOWN  # type: ignore[return-value]
-    raise ValueError("the TenantControlPlane has no metadata.uid after pulumi applied it; "
-                     "check it with kubectl -n <tenant> get tcp -o yaml")
+    raise ValueError("the admin kubeconfig Secret has no TenantControlPlane controller reference; "
+                     "check it with kubectl -n <tenant> get secret <tenant>-admin-kubeconfig -o yaml")
 
 
 class KamajiTenant(pulumi.ComponentResource):
@@ -94,9 +97,10 @@ class KamajiTenant(pulumi.ComponentResource):
             tcp_render.create_only_way_out(tenant), self)
         self.control_plane = self._control_plane(name, management, on_management,
                                                  [namespace, *self.network_policies, *self.create_only])
-        self.kubeconfig = self._admin_kubeconfig(name, management)
+        self.admin_secret = self._admin_kubeconfig_secret(name, management)
+        self.kubeconfig = pulumi.Output.secret(self.admin_secret.data.apply(decode_admin_kubeconfig))
         self.endpoint = pulumi.Output.unsecret(self.kubeconfig.apply(api_server_url))
-        self.control_plane_uid = self.control_plane.metadata.apply(
+        self.control_plane_uid = self.admin_secret.metadata.apply(
             lambda meta: control_plane_uid(meta, pulumi.runtime.is_dry_run()))
         # Kamaji authorizes the admin credentials a while after the TCP is Ready;
         # nothing is created inside the tenant before they are (components/readiness.py).
@@ -166,15 +170,14 @@ class KamajiTenant(pulumi.ComponentResource):
                 protect=True)),
         )
 
-    def _admin_kubeconfig(self, name: str, management: ManagementCluster) -> pulumi.Output[str]:
+    def _admin_kubeconfig_secret(self, name: str, management: ManagementCluster) -> kubernetes.core.v1.Secret:
         secret_name = tcp_render.admin_kubeconfig_secret(self.tenant)
         secret_id = self.control_plane.metadata.apply(
             lambda _: f"{self.tenant.namespace}/{secret_name}")
-        secret = kubernetes.core.v1.Secret.get(
+        return kubernetes.core.v1.Secret.get(
             f"{name}-admin-kubeconfig", secret_id,
             opts=pulumi.ResourceOptions(parent=self, provider=management.provider,
                                         depends_on=[self.control_plane]))
-        return pulumi.Output.secret(secret.data.apply(decode_admin_kubeconfig))
 
     def _worker_image(self, name: str, management: ManagementConfig) -> local.Command:
         """The workers' image, pulled before any worker is replaced (a new version's image that

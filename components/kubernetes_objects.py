@@ -28,6 +28,9 @@ _CONSTRUCTORS: dict[tuple[str, str], Callable[..., pulumi.CustomResource]] = {
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): kubernetes.rbac.v1.RoleBinding,
 }
 _ARGUMENT_NAMES = {"roleRef": "role_ref"}
+# Kinds that run pods: created after the configuration and RBAC rendered with them, so a pod
+# never starts (or restarts, on a rolled update) before the ConfigMap it mounts is applied.
+_WORKLOADS = frozenset({"DaemonSet", "Deployment", "StatefulSet", "Job", "CronJob", "Pod"})
 _IDENTITY_FIELDS = ("apiVersion", "kind", "metadata")
 # Two different probe values tell which fields depend on a late-known input.
 _PROBES = ("probe-a.invalid:1", "probe-b.invalid:2")
@@ -46,11 +49,41 @@ def _create(prefix: str, obj: dict[str, Any], fields: dict[str, Any],
     return constructor(resource_name(prefix, obj), metadata=obj["metadata"], opts=opts, **kwargs)
 
 
+def _create_all(prefix: str, objects: list[dict[str, Any]], fields: list[dict[str, Any]],
+                opts: pulumi.ResourceOptions) -> list[pulumi.CustomResource]:
+    """Configuration and RBAC first, then the workloads, which wait for them."""
+    pairs = list(zip(objects, fields, strict=True))
+    configuration = [_create(prefix, obj, values, opts) for obj, values in pairs
+                     if obj["kind"] not in _WORKLOADS]
+    after = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=configuration))
+    return configuration + [_create(prefix, obj, values, after) for obj, values in pairs
+                            if obj["kind"] in _WORKLOADS]
+
+
 def create_objects(prefix: str, objects: list[dict[str, Any]],
                    opts: pulumi.ResourceOptions) -> list[pulumi.CustomResource]:
     """One typed resource per rendered object."""
-    return [_create(prefix, obj, {k: v for k, v in obj.items() if k not in _IDENTITY_FIELDS}, opts)
-            for obj in objects]
+    return _create_all(prefix, objects, [{k: v for k, v in obj.items() if k not in _IDENTITY_FIELDS}
+                                         for obj in objects], opts)
+
+
+def _late_leaves(first: Any, second: Any, late: Callable[[tuple], Any], path: tuple = ()) -> Any:
+    """`first`, where it equals `second`; elsewhere, at the deepest level where the two
+    renders differ, an Output (`late(path)`) computed from the deploy-time value."""
+    if first == second:
+        return first
+    if isinstance(first, dict) and isinstance(second, dict) and first.keys() == second.keys():
+        return {key: _late_leaves(first[key], second[key], late, (*path, key)) for key in first}
+    if isinstance(first, list) and isinstance(second, list) and len(first) == len(second):
+        return [_late_leaves(a, b, late, (*path, index))
+                for index, (a, b) in enumerate(zip(first, second, strict=True))]
+    return late(path)
+
+
+def _at(obj: Any, path: tuple) -> Any:
+    for key in path:
+        obj = obj[key]
+    return obj
 
 
 def create_objects_with(prefix: str, render: Callable[[str], list[dict[str, Any]]],
@@ -58,22 +91,20 @@ def create_objects_with(prefix: str, render: Callable[[str], list[dict[str, Any]
                         opts: pulumi.ResourceOptions) -> list[pulumi.CustomResource]:
     """Objects rendered from a value only known at deploy time (e.g. an API endpoint).
 
-    Names and metadata must not depend on the value; only the fields that do
-    wait for it, so the rest previews in full.
+    Names and metadata must not depend on the value; only the values that do wait for it
+    (down to the single env var or file), so everything else previews in full: a policy
+    still sees a DaemonSet's images while the tenant's endpoint is unknown.
     """
     first, second = render(_PROBES[0]), render(_PROBES[1])
     output = pulumi.Output.from_input(value)
-    resources = []
+    fields: list[dict[str, Any]] = []
     for index, obj in enumerate(first):
         if obj["metadata"] != second[index]["metadata"]:
             raise ValueError(f"metadata of {resource_name(prefix, obj)} depends on a deploy-time value")
-        fields: dict[str, Any] = {}
-        for key in obj:
-            if key in _IDENTITY_FIELDS:
-                continue
-            if obj[key] == second[index][key]:
-                fields[key] = obj[key]
-            else:
-                fields[key] = output.apply(lambda v, i=index, k=key: render(v)[i][k])
-        resources.append(_create(prefix, obj, fields, opts))
-    return resources
+
+        def late(path: tuple, i: int = index) -> pulumi.Output[Any]:
+            return output.apply(lambda v: _at(render(v)[i], path))
+
+        fields.append({key: _late_leaves(obj[key], second[index][key], late, (key,))
+                       for key in obj if key not in _IDENTITY_FIELDS})
+    return _create_all(prefix, first, fields, opts)

@@ -47,9 +47,9 @@ class ManagementCluster(pulumi.ComponentResource):
         super().__init__(TYPE_TOKEN, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         kind_config = render.kind_cluster_config(management)
-        values = render.management_create_only_values(management, None)
-        cluster_guards = create_only_guards(name, render.CLUSTER_CREATE_ONLY, values,
-                                            render.MANAGEMENT_WAY_OUT, self)
+        self.create_only = create_only_guards(name, render.MANAGEMENT_CREATE_ONLY,
+                                              render.management_create_only_values(management),
+                                              render.MANAGEMENT_WAY_OUT, self)
 
         self.cluster = local.Command(
             f"{name}-kind",
@@ -65,7 +65,7 @@ class ManagementCluster(pulumi.ComponentResource):
             triggers=[management.name, management.node_image, kind_config,
                       management.docker_network],
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
-                delete_before_replace=True, protect=True, depends_on=cluster_guards)),
+                delete_before_replace=True, protect=True, depends_on=self.create_only)),
         )
         kubeconfig_cmd = local.Command(
             f"{name}-kubeconfig",
@@ -95,9 +95,6 @@ class ManagementCluster(pulumi.ComponentResource):
             "metallb", versions.METALLB_CHART, render.METALLB_NAMESPACE,
             render.metallb_values(), on_cluster)
         self.pool_range = self._pool_range(name, management, child)
-        self.create_only = cluster_guards + create_only_guards(
-            name, render.POOL_CREATE_ONLY, render.management_create_only_values(management, self.pool_range),
-            render.MANAGEMENT_WAY_OUT, self)
         self.pool = kubernetes.apiextensions.CustomResource(
             f"{name}-metallb-pool",
             api_version=render.METALLB_API_VERSION,
@@ -138,7 +135,8 @@ class ManagementCluster(pulumi.ComponentResource):
 
     def _pool_range(self, name: str, management: ManagementConfig,
                     child: pulumi.ResourceOptions) -> pulumi.Output[str]:
-        """The configured range, or one derived from the Docker network kind created."""
+        """The configured range, or one derived from the Docker network kind created (by a
+        command that runs once per kind cluster: see render.DERIVED_RANGE)."""
         if management.metallb_address_range:
             return pulumi.Output.from_input(management.metallb_address_range)
         inspect = local.Command(

@@ -189,8 +189,8 @@ def metallb_l2_advertisement_spec() -> dict[str, Any]:
 # refused by the engine; these guards name the setting (components/create_only.py).
 MANAGEMENT_WAY_OUT = ("set the old value back, or rebuild the platform with the new one: make down, "
                       "then make up (every tenant starts empty)")
-# The cluster's own settings, guarded before kind is touched (the kind command waits for them)...
-CLUSTER_CREATE_ONLY = (
+# Guarded before kind is touched (the kind command, Kamaji and the pool wait for them).
+MANAGEMENT_CREATE_ONLY = (
     CreateOnlySetting("name", "management.name",
                       "it names the kind cluster that runs every tenant control plane"),
     CreateOnlySetting("nodeImage", "management.nodeImage",
@@ -201,19 +201,21 @@ CLUSTER_CREATE_ONLY = (
     CreateOnlySetting("kamajiEtcdReplicas", "management.kamajiEtcdReplicas",
                       "kamaji-etcd forms its cluster once (3 to 1 loses quorum, 1 to 3 cannot join) "
                       "and every tenant datastore is in it"),
-)
-# ...and the MetalLB range, known (when derived) only once kind has created its network.
-# MetalLB 0.14+ reassigns addresses outside its pool; workers keep the API address they joined.
-POOL_CREATE_ONLY = (
+    # MetalLB 0.14+ reassigns addresses outside its pool; workers keep the API address they joined.
     CreateOnlySetting("metallbAddressRange", "management.metallbAddressRange",
                       "a new range moves every tenant API address while the workers keep the old one"),
 )
+# The guard's value when the range is derived from the Docker network: the derived range itself
+# is known only after kind created the network, and an Output there would be unknown in any
+# preview that updates the inspecting command (pulumi-go-provider marks an updated resource's
+# outputs unknown), refusing every such preview. A derived range is fixed by that command, which
+# runs once per kind cluster (its only trigger is the cluster): its script must never change.
+DERIVED_RANGE = "derived"
 
 
-def management_create_only_values(management: ManagementConfig,
-                                  pool_range: Any) -> dict[str, Any]:
-    """Each create-only setting's value (pool_range may be an Output: derived from Docker)."""
+def management_create_only_values(management: ManagementConfig) -> dict[str, str]:
+    """Each create-only setting's value, as its guard's trigger."""
     return {"name": management.name, "nodeImage": management.node_image,
             "dockerNetwork": management.docker_network,
             "kamajiEtcdReplicas": str(management.kamaji_etcd_replicas),
-            "metallbAddressRange": pool_range}
+            "metallbAddressRange": management.metallb_address_range or DERIVED_RANGE}

@@ -19,11 +19,11 @@ class NameRule:
     """A naming rule: what it is called, its maximum length and its pattern."""
 
     title: str
-    max_length: int
+    max_length: int | None  # None: the source sets no length limit
     pattern: re.Pattern[str]
 
     def problem(self, name: str) -> str | None:
-        if len(name) > self.max_length:
+        if self.max_length is not None and len(name) > self.max_length:
             return f"is {len(name)} characters long, {self.title} allows {self.max_length}"
         if not self.pattern.fullmatch(name):
             return f"is not {self.title}"
@@ -37,12 +37,14 @@ _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS1123_LABEL = NameRule("a DNS-1123 label", 63, re.compile(_LABEL))
 DNS1035_LABEL = NameRule("a DNS-1035 label (a Service name)", 63, re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?"))
 DNS1123_SUBDOMAIN = NameRule("a DNS-1123 subdomain", 253, re.compile(rf"{_LABEL}(\.{_LABEL})*"))
-CRONJOB_NAME = NameRule("a CronJob name", 52, DNS1123_SUBDOMAIN.pattern)
+CRONJOB_NAME_LIMIT = 52
+CRONJOB_NAME = NameRule("a CronJob name", CRONJOB_NAME_LIMIT, DNS1123_SUBDOMAIN.pattern)
 LABEL_VALUE = NameRule("a label value", 63, re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"))
-# kind v0.31.0 pkg/internal/apis/config/validate.go validNameRE; Docker container names
-# (github.com/moby/moby daemon/names RestrictedNamePattern).
-KIND_CLUSTER_NAME = NameRule("a kind cluster name", 63, re.compile(r"[a-z0-9.-]+"))
-DOCKER_CONTAINER_NAME = NameRule("a Docker container name", 253, re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]+"))
+# kind v0.31.0 pkg/internal/apis/config/validate.go validNameRE (no length limit; its node's
+# name is checked as a DNS-1123 label below); Docker container names (moby daemon/names
+# RestrictedNamePattern, no length limit).
+KIND_CLUSTER_NAME = NameRule("a kind cluster name", None, re.compile(r"[a-z0-9.-]+"))
+DOCKER_CONTAINER_NAME = NameRule("a Docker container name", None, re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]+"))
 
 # Kamaji 26.8.2-edge names each tenant's Secrets and ConfigMaps `<tcp>-<resource>`
 # (internal/utilities/utilities.go AddTenantPrefix); its longest resource name:
@@ -70,10 +72,10 @@ def capacity_cronjob_name(node: str) -> str:
     """The GPU capacity CronJob of a node: `hami-mock-gpu-capacity-<node>`, or, where that
     exceeds a CronJob's 52 characters, its beginning and a hash of the node name."""
     name = f"{CAPACITY_AGENT}-{node}"
-    if len(name) <= CRONJOB_NAME.max_length:
+    if len(name) <= CRONJOB_NAME_LIMIT:
         return name
     digest = hashlib.sha256(node.encode()).hexdigest()[:_HASH_LENGTH]
-    return f"{name[:CRONJOB_NAME.max_length - _HASH_LENGTH - 1].rstrip('-')}-{digest}"
+    return f"{name[:CRONJOB_NAME_LIMIT - _HASH_LENGTH - 1].rstrip('-')}-{digest}"
 
 
 @dataclass(frozen=True)

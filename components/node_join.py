@@ -199,7 +199,7 @@ def _inner_delete_script(node: str, kubeconfig: str) -> str:
     """Runs inside the container: drain the node, then delete it from the tenant.
 
     Exit REMOVED when the node is gone (or never was in the tenant), DRAIN_FAILED when the
-    drain fails (a PodDisruptionBudget, a pod that will not go: the node stays cordoned),
+    drain fails (a PodDisruptionBudget, a pod that will not go),
     API_UNREACHABLE when the tenant API does not answer. `$1` is `drain` or `no-drain`.
     `--force` deletes pods no controller recreates; `--delete-emptydir-data` drops their
     emptyDir volumes: both would go with the node anyway.
@@ -209,13 +209,16 @@ def _inner_delete_script(node: str, kubeconfig: str) -> str:
 trap 'rm -f {kc}' EXIT
 if ! found=$(kubectl --kubeconfig {kc} get node {node} -o name 2>&1); then
   case "$found" in
-    *NotFound*|*"not found"*) echo "node {node} is not in the tenant"; exit {REMOVED} ;;
+    *"(NotFound)"*) echo "node {node} is not in the tenant"; exit {REMOVED} ;;
   esac
   echo "$found"; exit {API_UNREACHABLE}
 fi
 if [ "$1" = drain ]; then
   if ! out=$(kubectl --kubeconfig {kc} drain {node} --ignore-daemonsets --delete-emptydir-data \\
       --force --timeout={DRAIN_TIMEOUT} 2>&1); then
+    # drain cordons first and leaves it so on failure (kubectl pkg/cmd/drain): the node must
+    # keep taking pods while it stays, e.g. when the change that replaced it is reverted.
+    kubectl --kubeconfig {kc} uncordon {node} >/dev/null 2>&1 || true
     echo "$out"; exit {DRAIN_FAILED}
   fi
 fi
@@ -229,8 +232,9 @@ echo "node {node} removed from the tenant"
 def delete_script(worker: Worker) -> str:
     """Drain the node and delete it from the tenant, then remove the container.
 
-    A drain that fails stops here: the node stays cordoned and its container stays, so a
+    A drain that fails stops here: the node (uncordoned again) and its container stay, so a
     rolling replacement or a scale-down never throws pods away behind a PodDisruptionBudget.
+    The node is uncordoned again after a failed drain.
     `KHP_SKIP_DRAIN=1` skips the drain (`make down`: the whole platform goes). A tenant API
     that does not answer, or a node already gone, does not stop the container's removal.
     """
@@ -258,7 +262,7 @@ if docker inspect "$name" >/dev/null 2>&1; then
   case "$status" in
     {REMOVED}) printf '%s\\n' "$output" | {REDACT_SED} ;;
     {DRAIN_FAILED})
-      printf 'worker %s: the drain failed, so the node stays cordoned and its container is kept:\\n%s\\n' \\
+      printf 'worker %s: the drain failed, so the node and its container are kept:\\n%s\\n' \\
         "$name" "$output" | {REDACT_SED} >&2
       echo "Resolve what blocks the eviction (kubectl get pdb -A in the tenant) and run again, or" \\
         "remove the worker without a drain: {SKIP_DRAIN_ENV}=1 (its pods are deleted with it)." >&2

@@ -80,8 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_REFUSED
     print(f"tenant {args.tenant}: unprotected " + ", ".join(resource_name(u) for u in urns) + ".")
     print(f"Next: remove {args.tenant} from `tenants` in Pulumi.{args.stack.rsplit('/', 1)[-1]}.yaml, "
-          "then make preview and make up (its control plane, datastore and workers are deleted). "
-          "A make up that keeps the tenant protects it again.")
+          "then make preview and KHP_SKIP_DRAIN=1 make up (its control plane, datastore and workers "
+          "are deleted; its workers need no drain, nothing is left to move to). A make up that "
+          "keeps the tenant protects it again.")
     return EXIT_DONE
 
 

@@ -28,8 +28,12 @@ KINDNET = "kindnet"
 KUBE_PROXY = "kube-proxy"
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 SYSTEM_NODE_CRITICAL = "system-node-critical"
-# kube-proxy reads its configuration once: a changed ConfigMap (updated in place, the tenant
-# provider sets enableConfigMapMutable) rolls its pods through this pod-template annotation.
+# A changed kube-proxy ConfigMap (updated in place: the tenant provider sets
+# enableConfigMapMutable) reaches running pods only on a restart: kube-proxy exits on a Write or
+# Rename of its --config file (kubernetes v1.35.4 cmd/kube-proxy/app/options.go eventHandler), but
+# the kubelet swaps a ConfigMap volume's symlink and removes the old file (pkg/volume/util/
+# atomic_writer.go), which it does not watch, and kubeconfig.conf is not watched at all. This
+# pod-template annotation rolls the pods instead.
 CONFIG_HASH_ANNOTATION = "io.kamaji-hami-platform/config-hash"
 
 

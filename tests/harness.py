@@ -73,13 +73,25 @@ class PlatformMocks(pulumi.runtime.Mocks):
 
     `control_plane_uid=False`: TenantControlPlanes come back without a UID, as when
     pulumi-kubernetes cannot dry-run an update in preview and returns the inputs.
+    `fresh_preview=True`: what a preview of a fresh stack knows (with `preview=True`): no
+    command has printed anything and no Kubernetes object can be read yet, so everything
+    computed from them is unknown.
     """
 
-    def __init__(self, control_plane_uid: bool = True) -> None:
+    def __init__(self, control_plane_uid: bool = True, fresh_preview: bool = False) -> None:
         super().__init__()
         self.control_plane_uid = control_plane_uid
+        self.fresh_preview = fresh_preview
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
+        resource_id, outputs = self._known(args)
+        if self.fresh_preview and args.typ == "command:local:Command":
+            outputs.update(stdout=pulumi.output.UNKNOWN, stderr=pulumi.output.UNKNOWN)
+        elif self.fresh_preview and args.resource_id:  # a read
+            outputs = {key: pulumi.output.UNKNOWN for key in ("data", "metadata")}
+        return resource_id, outputs
+
+    def _known(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
         outputs = dict(args.inputs)
         if args.typ == "command:local:Command":
             outputs["stdout"] = self._command_stdout(args.name)
@@ -90,6 +102,11 @@ class PlatformMocks(pulumi.runtime.Mocks):
             kubeconfig = fake_kubeconfig(f"https://{tenant_lb_address(args.name)}:6443",
                                          f"{TENANT_KUBECONFIG_SENTINEL}-{args.name}")
             outputs["data"] = {"admin.conf": base64.b64encode(kubeconfig.encode()).decode()}
+            # Kamaji makes the TenantControlPlane the Secret's controller (its UID as in the TCP mock).
+            tcp = args.name.replace("-admin-kubeconfig", "-control-plane")
+            outputs["metadata"] = {"name": args.name, "ownerReferences": [{
+                "apiVersion": "kamaji.clastix.io/v1alpha1", "kind": "TenantControlPlane",
+                "name": tcp, "uid": f"uid-{tcp}", "controller": True}]}
         return f"{args.name}_id", outputs
 
     @staticmethod

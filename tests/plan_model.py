@@ -11,31 +11,37 @@ after a change, with each provider's replace rules:
 - an existing resource is replaced when a resource in its `replace_with` list or its
   `deleted_with` resource is replaced, when its provider is replaced (`diff`), or when its
   provider's diff says so:
-  - `command:local:Command`: a changed `triggers` (pulumi-command v1.2.1
-    provider/pkg/provider/common/inputs.go `provider:"replaceOnChanges"`);
-  - `pulumi:providers:kubernetes`: a changed or unknown `clusterIdentifier`
-    (pulumi-kubernetes v4.32.0 provider/pkg/provider/provider.go `DiffConfig`);
+  - `command:local:Command`: a changed `triggers` element (the Command SDK registers
+    `replace_on_changes=["triggers[*]"]`, pulumi_command/local/command.py; the provider itself
+    would update, pulumi-go-provider v1.3.0 infer/resource.go `Diff`);
+  - `pulumi:providers:kubernetes`: a changed or unknown `clusterIdentifier` present before and
+    after (adding or removing one is not a replacement; pulumi-kubernetes v4.32.0
+    provider/pkg/provider/provider.go `DiffConfig`);
   - `kubernetes:helm.sh/v3:Release`: `name`, `namespace` (helm_release.go `forceNewFields`);
   - any other `kubernetes:` object: `metadata.name`/`metadata.namespace` and its kind's
     forced-replacement fields (provider/pkg/provider/diff.go `forceNew`): ConfigMap `data`
-    and `binaryData` unless the provider sets `enableConfigMapMutable`, Secret likewise with
-    `enableSecretMutable`, DaemonSet/Deployment `spec.selector`, ClusterRoleBinding and
+    and `binaryData` unless the provider sets `enableConfigMapMutable` (and even then with
+    `immutable: true`), Secret likewise with `enableSecretMutable`, DaemonSet/Deployment
+    `spec.selector`, ClusterRoleBinding and
     RoleBinding `roleRef`, ResourceQuota `spec.scopes`, Service `spec.clusterIP`, Job
     `spec.template`...; Patch resources only their identity. A named object replaced for
-    one of these is deleted first (provider.go `Diff`: `deleteBeforeReplace` for a fixed,
-    unchanged name);
+    one of these is deleted first when it keeps its name and namespace (provider.go `Diff`
+    `deleteBeforeReplace`);
   any other changed input is an update;
 - an input that depends (propertyDependencies) on a resource being replaced is unknown
   until that replacement exists, so it counts as changed;
 - a replacement of a protected resource (protected before and after) is refused
   (`unable to replace resource ... marked for protection`): a preview reports it and goes
-  on, so every refusal of one change shows; `up` stops there;
+  on (`up` stops there, and previews first);
 - a delete-before-replace resource is deleted before its replacement is created, and first
-  what cannot outlive it (`calculateDependentReplacements`): its transitive dependents whose
-  provider, `deleted_with` resource or replace-key input depends on a resource being
-  deleted, plus the resources that name *it* in `replace_with` or `deleted_with`
-  (`findDependentCascadeReplacements`, the root's only: `replace_with` is not followed
-  through the dependents). A protected one among them is refused.
+  what cannot outlive it (`calculateDependentReplacements`): its transitive dependents in the
+  old state (through dependencies, property dependencies, `deleted_with`, `replace_with` and
+  provider edges, not parents: graph/dependency_graph.go `DependingOn`) whose provider,
+  `deleted_with` resource or replace-key input depends on a resource being deleted, plus the
+  resources that name *it* in `replace_with` or `deleted_with` (`findDependentCascadeReplacements`,
+  the root's only: `replace_with` is not followed through the dependents). These are deleted
+  last-found first; the first protected one is refused and stops the planning altogether, in
+  preview too (a bail: nothing after it is planned or shown).
 
 The model knows the options above and `replace_on_changes` (a changed value at one of its
 paths replaces: the engine's `applyReplaceOnChanges`). A program that uses one it does not
@@ -61,6 +67,7 @@ KUBERNETES_PROVIDER = "pulumi:providers:kubernetes"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 CHANGED = object()  # an input whose value is unknown until a replacement exists
 REFUSED = "refused"
+STOPPED = "stopped"  # the engine bails: no step after this one is planned
 
 # Options the model does not emulate: a registration using one fails the plan loudly.
 UNMODELED_OPTIONS = ("ignoreChanges", "replacementTrigger", "importId", "hideDiffs")
@@ -181,6 +188,10 @@ def _flag(providers: dict[str, Registration], reg: Registration, flag: str) -> b
     return provider is not None and str(provider.inputs.get(flag, "")).lower() == "true"
 
 
+class _Bail(Exception):
+    """The engine stops generating steps (`result.BailErrorf`)."""
+
+
 def _force_new_fields(reg: Registration, providers: dict[str, Registration]) -> tuple[str, ...]:
     if reg.type == HELM_RELEASE:
         return (".name", ".namespace")
@@ -189,7 +200,7 @@ def _force_new_fields(reg: Registration, providers: dict[str, Registration]) -> 
     fields = IDENTITY + FORCE_NEW[_kind(reg)]
     if _kind(reg) in MUTABLE_FLAGS:
         flag, data = MUTABLE_FLAGS[_kind(reg)]
-        if not _flag(providers, reg, flag):
+        if not _flag(providers, reg, flag) or reg.inputs.get("immutable") is True:
             fields += data
     return fields
 
@@ -213,7 +224,8 @@ def _provider_replace_keys(reg: Registration, old: dict[str, Any], new: dict[str
     if reg.type == COMMAND:
         return ["triggers"] if old.get("triggers") != new.get("triggers") else []
     if reg.type == KUBERNETES_PROVIDER:
-        changed = old.get("clusterIdentifier") != new.get("clusterIdentifier")
+        both = "clusterIdentifier" in old and "clusterIdentifier" in new
+        changed = both and old["clusterIdentifier"] != new["clusterIdentifier"]
         return ["clusterIdentifier"] if changed else []
     if reg.type.startswith("kubernetes:"):
         return [path.lstrip(".") for path in _force_new_fields(reg, providers)
@@ -265,11 +277,13 @@ class _Planner:
         provider = _provider_urn(reg)
         if provider in self.replaced:
             return f"its provider {self.names[provider]} is replaced", False
-        keys = _replace_keys(reg, previous.inputs, _inputs_after(reg, self.replaced), self.new_providers)
+        new = _inputs_after(reg, self.replaced)
+        keys = _replace_keys(reg, previous.inputs, new, self.new_providers)
         if not keys:
             return None, False
-        # pulumi-kubernetes deletes a fixed-name object first; Helm releases and others not.
-        return f"{', '.join(keys)} changed", _is_kubernetes_object(reg)
+        # pulumi-kubernetes deletes an object first when it keeps its name and namespace.
+        same_identity = all(_at(previous.inputs, p) == _at(new, p) for p in IDENTITY)
+        return f"{', '.join(keys)} changed", _is_kubernetes_object(reg) and same_identity
 
     def requires_replacement(self, reg: Registration, doomed: set[str]) -> bool:
         """calculateDependentReplacements' requiresReplacement: provider, deleted_with, or a
@@ -282,9 +296,11 @@ class _Planner:
                     if doomed & set(deps)}
         return bool(computed & set(_replace_key_paths(reg, self.old_providers)))
 
-    def depends_on(self, reg: Registration, urns: set[str]) -> bool:
-        """Whether reg (in the old state) depends on any of urns, directly."""
-        edges = set(reg.dependencies) | {_provider_urn(reg)} | {reg.parent}
+    @staticmethod
+    def depends_on(reg: Registration, urns: set[str]) -> bool:
+        """Whether reg (in the old state) depends on any of urns directly, as `DependingOn`
+        follows edges: not through its parent."""
+        edges = set(reg.dependencies) | {_provider_urn(reg)} | set(reg.options.get("replaceWith", []))
         edges |= {u for deps in reg.options.get("propertyDependencies", {}).values() for u in deps}
         if reg.options.get("deletedWith"):
             edges.add(reg.options["deletedWith"])
@@ -306,26 +322,44 @@ class _Planner:
                        or reg.options.get("deletedWith") == root.urn)]
         return found
 
+    def protected(self, reg: Registration) -> bool:
+        return bool(reg.options.get("protect")) and not self.ignore_protect
+
     def replace(self, reg: Registration, previous: Registration, why: str, delete_first: bool) -> None:
         self.replaced.add(reg.urn)
-        if previous.options.get("protect") and reg.options.get("protect") and not self.ignore_protect:
+        refused_here = self.protected(previous) and self.protected(reg)
+        if refused_here:
             self.steps.append(Step(REFUSED, reg.name, reg.type, f"replace of a protected resource: {why}"))
-            return
         if not (reg.options.get("deleteBeforeReplace") or delete_first):
-            self.steps += [Step("create-replacement", reg.name, reg.type, why),
-                           Step("delete-replaced", reg.name, reg.type, why)]
+            if not refused_here:
+                self.steps += [Step("create-replacement", reg.name, reg.type, why),
+                               Step("delete-replaced", reg.name, reg.type, why)]
             return
+        # A preview goes on after a refused root into its cascade (step_generator.go), where the
+        # first protected dependent stops everything.
         for dependent in reversed(self.cascade(previous)):
-            self.deleted_early.add(dependent.urn)
-            self.replaced.add(dependent.urn)
-            if dependent.options.get("protect") and not self.ignore_protect:
+            if self.protected(dependent):
                 self.steps.append(Step(REFUSED, dependent.name, dependent.type,
                                        f"replace of a protected resource as part of replacing {reg.name}"))
-            else:
-                self.steps.append(Step("delete-replaced", dependent.name, dependent.type,
-                                       f"cannot outlive {reg.name}"))
-        self.steps += [Step("delete-replaced", reg.name, reg.type, why),
-                       Step("create-replacement", reg.name, reg.type, why)]
+                raise _Bail
+            self.deleted_early.add(dependent.urn)
+            self.replaced.add(dependent.urn)
+            self.steps.append(Step("delete-replaced", dependent.name, dependent.type,
+                                   f"cannot outlive {reg.name}"))
+        if not refused_here:
+            self.steps += [Step("delete-replaced", reg.name, reg.type, why),
+                           Step("create-replacement", reg.name, reg.type, why)]
+
+    def check_same_provider(self, reg: Registration, previous: Registration | None) -> None:
+        """A resource moved to another provider (step_generator.go `providerChanged`) is not
+        modeled; a provider renamed with an alias is the same provider."""
+        if previous is None or not previous.provider:
+            return
+        new_provider = self.new_providers.get(_provider_urn(reg))
+        known = {new_provider.urn, *alias_urns(new_provider)} if new_provider else {_provider_urn(reg)}
+        if _provider_urn(previous) not in known:
+            raise UnmodeledOption(f"{reg.name} moves from provider {_provider_urn(previous)} to "
+                                  f"{_provider_urn(reg)}, which tests/plan_model.py does not emulate")
 
     def previous(self, reg: Registration) -> Registration | None:
         """The old state of this resource: under its URN, or under one of its aliases."""
@@ -337,6 +371,7 @@ class _Planner:
     def register(self, reg: Registration) -> None:
         _check_modeled(reg)
         previous = self.previous(reg)
+        self.check_same_provider(reg, previous)
         if previous is None:
             self.steps.append(Step("create", reg.name, reg.type))
             return
@@ -377,8 +412,11 @@ def plan(before: Program, after: Program, ignore_protect: bool = False) -> list[
     A `refused` step means the preview fails (and `up` stops) with the engine's protect error;
     `ignore_protect` is `--ignore-protect` (pulumi v3.256+: up, preview, destroy)."""
     planner = _Planner(before, after, ignore_protect)
-    for reg in after.registrations:
-        planner.register(reg)
+    try:
+        for reg in after.registrations:
+            planner.register(reg)
+    except _Bail:
+        return [*planner.steps, Step(STOPPED, "", "", "the engine stops planning here")]
     planner.delete_gone()
     return planner.steps
 
@@ -394,3 +432,8 @@ def ops(steps: list[Step]) -> dict[str, str]:
 def refused(steps: list[Step]) -> list[str]:
     """The resources whose step the engine refuses (protect), in plan order."""
     return [step.name for step in steps if step.op == REFUSED]
+
+
+def stopped(steps: list[Step]) -> bool:
+    """Whether the engine stops planning (a bail), so the preview shows nothing after it."""
+    return bool(steps) and steps[-1].op == STOPPED

@@ -86,18 +86,28 @@ def with_program_options(fixture: dict[str, list[dict[str, Any]]], program: Prog
     return merged
 
 
-def fixture_from_program(program: Program) -> dict[str, list[dict[str, Any]]]:
-    """Policy inputs when every output is known (a preview of a deployed stack, or `pulumi up`'s
-    own stack analysis), in the recording's shape: inputs for `resource`, outputs for `stack`."""
+def fixture_from_program(program: Program, fresh: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """Policy inputs in the recording's shape, inputs for `resource`, outputs for `stack`.
+
+    `fresh=False`: every output known (a preview of a deployed stack, or `pulumi up`'s own
+    stack analysis). `fresh=True`, for a program run with `PlatformMocks(fresh_preview=True)`
+    in preview: a fresh stack's preview as the real engine's recording shows it, every
+    `kubernetes:*` resource with empty outputs, commands echoing their inputs.
+    """
     extra = _options_of(program)
     entries = [reg for reg in program.registrations if not reg.options.get("read")]
+
+    def outputs(reg: Any) -> dict[str, Any]:
+        if not reg.custom or (fresh and reg.type.startswith("kubernetes:")):
+            return {}
+        return reg.outputs
 
     def entry(reg: Any, props: dict[str, Any]) -> dict[str, Any]:
         urn = engine_urn(reg.urn)
         return {"type": reg.type, "name": reg.name, "urn": urn, "props": copy.deepcopy(props), **extra[urn]}
 
     return {"resource": [entry(reg, reg.inputs) for reg in entries],
-            "stack": [entry(reg, reg.outputs if reg.custom else {}) for reg in entries]}
+            "stack": [entry(reg, outputs(reg)) for reg in entries]}
 
 
 def edit(fixture: dict, name: str, change: Callable[[dict[str, Any]], None],

@@ -18,7 +18,7 @@ from components import management_render, node_join
 from components.create_only import GUARD_VALUE_ENV, CreateOnlySetting, guard_script
 from tests import harness
 from tests.harness import Program, run_program
-from tests.plan_model import REFUSED, ops, plan, refused
+from tests.plan_model import REFUSED, ops, plan, refused, stopped
 
 pytestmark = pytest.mark.unit
 
@@ -146,16 +146,16 @@ class TestNewManagementCluster:
     @pytest.mark.parametrize("setting", sorted(MANAGEMENT_CHANGES))
     def test_preview_refuses_it_naming_the_setting(self, two_workers, before, setting):
         """The guard named after the setting is refused first (the kind command waits for it),
-        then the kind cluster, every control plane, and the MetalLB range guard (a derived range
-        is unknown until the new cluster's network is inspected): nothing else is protected."""
+        then the kind cluster; the preview goes on into the kind cluster's delete-first cascade,
+        where the first protected resource on it (a control plane, whichever the engine meets
+        first) stops the planning."""
         after = run_program(changed(two_workers, lambda c: edit_setting(c, *MANAGEMENT_CHANGES[setting])))
         steps = plan(before, after)
-        refusals = refused(steps)
-        assert refusals[0] == f"management-create-only-{setting}"
-        assert set(refusals) == {f"management-create-only-{setting}", "management-kind",
-                                 "management-create-only-metallbAddressRange",
-                                 "tenant-a-control-plane", "tenant-b-control-plane"}
-        assert after.depends_on(after.named("management-kind"), after.named(refusals[0]))
+        guard, kind, first_on_it = refused(steps)
+        assert (guard, kind) == (f"management-create-only-{setting}", "management-kind")
+        assert first_on_it in {"tenant-a-control-plane", "tenant-b-control-plane"}
+        assert stopped(steps), "nothing after it is planned"
+        assert after.depends_on(after.named("management-kind"), after.named(guard))
 
     @pytest.fixture(scope="class")
     def steps(self, two_workers, before):
@@ -168,9 +168,14 @@ class TestNewManagementCluster:
         assert planned["management-kind"] == REPLACED_AFTER_DELETE
         kind_deleted = position(steps, "delete-replaced", "management-kind")
         for name in ("management-k8s", "kamaji", "tenant-a-control-plane", "tenant-b-control-plane",
-                     "tenant-a-k8s", "tenant-a-gpus-hami"):
+                     "tenant-a-gpus-hami"):
             assert planned[name] == REPLACED_AFTER_DELETE, name
             assert position(steps, "delete-replaced", name) < kind_deleted, name
+        # The tenant provider's identity is read from the new control plane's admin Secret, once
+        # it exists: a new provider comes first, the old one goes after (nothing still uses it).
+        assert planned["tenant-a-k8s"] == REPLACED_BEFORE_DELETE
+        assert position(steps, "create-replacement", "tenant-a-control-plane") < \
+            position(steps, "create-replacement", "tenant-a-k8s")
 
     def test_workers_and_their_registration_follow_their_new_control_plane(self, steps):
         planned = ops(steps)
@@ -204,21 +209,21 @@ class TestCreateOnlySettings:
     def test_a_setting_a_later_release_adds_refuses_no_existing_stack(self, two_workers, before, monkeypatch):
         """A new guard is a create, never a changed trigger of an existing one."""
         added = CreateOnlySetting("newSetting", "management.newSetting", "it is new")
-        monkeypatch.setattr(management_render, "CLUSTER_CREATE_ONLY",
-                            (*management_render.CLUSTER_CREATE_ONLY, added))
+        monkeypatch.setattr(management_render, "MANAGEMENT_CREATE_ONLY",
+                            (*management_render.MANAGEMENT_CREATE_ONLY, added))
         original = management_render.management_create_only_values
         monkeypatch.setattr(management_render, "management_create_only_values",
-                            lambda m, r: {**original(m, r), "newSetting": "x"})
+                            lambda m: {**original(m), "newSetting": "x"})
         steps = plan(before, run_program(two_workers))
         assert [str(s) for s in steps] == ["create management-create-only-newSetting"]
 
     def test_the_guard_names_the_setting_its_value_and_the_way_out(self):
-        setting = management_render.CLUSTER_CREATE_ONLY[-1]
+        setting = next(s for s in management_render.MANAGEMENT_CREATE_ONLY if s.key == "kamajiEtcdReplicas")
         script = guard_script(setting, management_render.MANAGEMENT_WAY_OUT)
         result = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, timeout=30,
                                 check=True, env={**os.environ, GUARD_VALUE_ENV: "3"})
         assert result.stdout.startswith("management.kamajiEtcdReplicas=3 is create-only: ")
-        assert "make down, then make up" in result.stdout
+        assert setting.reason in result.stdout and management_render.MANAGEMENT_WAY_OUT in result.stdout
 
     def test_a_new_kind_cluster_takes_any_value(self, two_workers, before):
         after = changed(two_workers, lambda c: c["management"].update(

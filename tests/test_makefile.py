@@ -79,11 +79,25 @@ def test_the_cli_minimum_is_the_sdk_pin():
     assert pins["pulumi"] == versions.PULUMI_CLI_MIN_VERSION
 
 
-def test_down_destroys_protected_resources_on_purpose_without_draining(tools):
+def test_down_destroys_protected_resources_on_purpose_without_draining(tools, tmp_path):
     """The kind cluster, control planes and guards are protected; `make down` is the one place
-    that removes them all (pulumi >= 3.256 `--ignore-protect`), and nothing is left to drain to."""
-    result = make("down", tools, "-n", "STACK=lab")
-    assert "KHP_SKIP_DRAIN=1 pulumi destroy --yes --ignore-protect --stack lab" in result.stdout
+    that removes them all (pulumi >= 3.256 `--ignore-protect`), and nothing is left to drain to.
+    Run for real with stand-in docker, kind and pulumi (which records what it is asked)."""
+    fake_tool(tools, "pulumi", f"""case "$1" in
+  version) echo "v{versions.PULUMI_CLI_MIN_VERSION}" ;;
+  destroy) echo "$* KHP_SKIP_DRAIN=${{KHP_SKIP_DRAIN:-}}" >> {tmp_path}/destroy ;;
+esac
+exit 0""")
+    fake_kind(tools, versions.KIND_CLI_VERSION)
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    (venv / ".installed").touch()  # newer than requirements.txt: make keeps it
+    env_backend = f"PULUMI_BACKEND_URL=file://{tmp_path}/state"
+    result = make("down", tools, "STACK=lab", f"VENV={venv}", env_backend)
+    assert result.returncode == 0, result.stdout + result.stderr
+    destroy = (tmp_path / "destroy").read_text().split()
+    assert destroy[:2] == ["destroy", "--yes"] and "--ignore-protect" in destroy
+    assert destroy[destroy.index("--stack") + 1] == "lab" and destroy[-1] == "KHP_SKIP_DRAIN=1"
 
 
 def test_unprotect_tenant_names_the_tenant_or_says_how(tools):

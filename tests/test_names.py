@@ -30,8 +30,8 @@ def longest(dev_config) -> dict:
     (names.DNS1035_LABEL, "tenant-a", "1tenant"),
     (names.CRONJOB_NAME, "c" * 52, "c" * 53),
     (names.LABEL_VALUE, "a.b_c-d", "-a"),
-    (names.KIND_CLUSTER_NAME, "kamaji.dev", "Kamaji"),
-    (names.DOCKER_CONTAINER_NAME, "Tenant_a.1", "-tenant"),
+    (names.KIND_CLUSTER_NAME, "kamaji.dev" + "x" * 100, "Kamaji"),
+    (names.DOCKER_CONTAINER_NAME, "Tenant_a.1" + "x" * 300, "-tenant"),
 ])
 def test_each_rule_accepts_and_refuses_what_its_source_does(rule, good, bad):
     assert rule.problem(good) is None

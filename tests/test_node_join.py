@@ -197,6 +197,7 @@ class TestDelete:
         assert "the drain failed" in result.stderr and "disruption budget" in result.stderr
         assert f"{node_join.SKIP_DRAIN_ENV}=1" in result.stderr
         assert (joined / "nodes" / "tenant-a-worker-0").exists()
+        assert not (joined / "nodes" / "tenant-a-worker-0.cordoned").exists(), "uncordoned again"
         assert (joined / "containers" / "tenant-a-worker-0").exists()
         assert not any(c.startswith("rm ") for c in calls(joined))
 

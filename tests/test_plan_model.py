@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.harness import Registration
-from tests.plan_model import UnmodeledOption, ops, plan, refused
+from tests.plan_model import UnmodeledOption, ops, plan, refused, stopped
 
 pytestmark = pytest.mark.unit
 STACK = "urn:pulumi:dev::p"
@@ -61,3 +61,29 @@ def test_protect_refuses_a_replacement_and_a_delete_but_not_a_first_protect():
     assert ops(steps)["new-protect"] == "create-replacement,delete-replaced", \
         "protect only refuses what was already protected (step_generator.go: new.Protect && old.Protect)"
     assert refused(plan(before, after, ignore_protect=True)) == []
+
+
+def test_a_protected_resource_in_a_delete_first_cascade_stops_the_planning():
+    """In preview the engine goes on after a refused root, into its cascade, and bails at the
+    first protected dependent (step_generator.go): nothing after it is planned."""
+    before = program(command("root", "1", deleteBeforeReplace=True, protect=True),
+                     command("on-it", "1", deletedWith=urn("root"), protect=True),
+                     command("later", "1"))
+    after = program(command("root", "2", deleteBeforeReplace=True, protect=True),
+                    command("on-it", "1", deletedWith=urn("root"), protect=True),
+                    command("later", "2"))
+    steps = plan(before, after)
+    assert refused(steps) == ["root", "on-it"]
+    assert stopped(steps) and "later" not in ops(steps)
+
+
+def test_adding_a_cluster_identifier_is_not_a_replacement():
+    def provider(name: str, **inputs) -> Registration:
+        return Registration(type="pulumi:providers:kubernetes", name=name, urn=f"{STACK}::p::{name}",
+                            parent="", provider="", dependencies=[], custom=True, inputs=inputs,
+                            wire={}, options={})
+    assert ops(plan(program(provider("k", kubeconfig="a")),
+                    program(provider("k", kubeconfig="a", clusterIdentifier="x")))) == {"k": "update"}
+    assert ops(plan(program(provider("k", clusterIdentifier="x")),
+                    program(provider("k", clusterIdentifier="y")))) == {
+        "k": "create-replacement,delete-replaced"}

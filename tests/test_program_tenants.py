@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pulumi
 import pytest
 
 from tests.harness import TENANT_KUBECONFIG_SENTINEL, Program, is_secret, run_program
@@ -174,29 +175,30 @@ def test_each_guard_carries_its_settings_value_as_its_only_trigger(dev_program):
     assert dev_program.depends_on(dev_program.named("tenant-a-control-plane"), guard)
 
 
-def test_a_control_plane_without_a_uid_is_unknown_in_preview_and_an_error_in_up(dev_config):
-    """pulumi-kubernetes returns only inputs for a TCP update it cannot dry-run: no UID. An empty
-    UID would be a known, changed value (a new provider, new workers); unknown is what it is.
-    The `up` case calls the function itself: a whole program run that fails this way under mocks
-    made pytest's later imports fail here ("AST constructor recursion depth mismatch", CPython
-    3.11.7), so the run is not repeated in-process."""
-    from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
+def test_a_preview_that_gets_a_control_plane_back_without_its_uid_plans_no_new_tenant(dev_config):
+    """pulumi-kubernetes returns only the inputs of a TCP update it cannot dry-run: no UID. The
+    tenant's identity comes from the admin kubeconfig Secret's controller reference instead,
+    which that preview reads for real: nothing inside the tenant, no worker is replaced."""
+    from tests.harness import PlatformMocks
+    from tests.plan_model import plan
+
+    deployed = run_program(dev_config)
+    preview = run_program(dev_config, preview=True, mocks=PlatformMocks(control_plane_uid=False))
+    assert plan(deployed, preview) == []
+
+
+def test_a_missing_controller_reference_is_unknown_in_preview_and_an_error_in_up():
+    """Never "": a known, changed identity would plan a new provider and new workers."""
+    from types import SimpleNamespace
 
     from components.kamaji_tenant import control_plane_uid
-    from tests.harness import PlatformMocks
 
-    preview = run_program(dev_config, preview=True, mocks=PlatformMocks(control_plane_uid=False))
-    assert preview.named("tenant-a-k8s").wire["clusterIdentifier"] == UNKNOWN_STRING_VALUE
-    assert UNKNOWN_STRING_VALUE in preview.named("tenant-a-worker-0").inputs["triggers"]
-    assert control_plane_uid({"uid": "u-1"}, dry_run=False) == "u-1"
-    with pytest.raises(ValueError, match=r"TenantControlPlane has no metadata\.uid"):
-        control_plane_uid({"name": "tenant-a"}, dry_run=False)
-
-
-def test_tenant_providers_update_configmaps_in_place(dev_program):
-    for name in TENANTS:
-        assert dev_program.named(f"{name}-k8s").inputs["enableConfigMapMutable"] == "true"
-    assert "enableConfigMapMutable" not in dev_program.named("management-k8s").inputs
+    owner = SimpleNamespace(kind="TenantControlPlane", controller=True, uid="u-1")
+    assert control_plane_uid(SimpleNamespace(owner_references=[owner]), dry_run=False) == "u-1"
+    orphan = SimpleNamespace(owner_references=[])
+    assert control_plane_uid(orphan, dry_run=True) is pulumi.output.UNKNOWN
+    with pytest.raises(ValueError, match="no TenantControlPlane controller reference"):
+        control_plane_uid(orphan, dry_run=False)
 
 
 def test_each_worker_runs_its_control_planes_version_by_construction(dev_config):
@@ -208,3 +210,22 @@ def test_each_worker_runs_its_control_planes_version_by_construction(dev_config)
         version = program.named(f"{name}-control-plane").inputs["spec"]["kubernetes"]["version"]
         assert f"kindest/node:{version}" in program.named(f"{name}-worker-0").inputs["create"]
     assert "kindest/node:v1.34.2" in program.named("tenant-b-worker-0").inputs["create"]
+
+
+def test_kube_proxy_pods_start_only_after_their_configmap(dev_program):
+    """A rolled DaemonSet must not start pods that mount the ConfigMap before its update."""
+    daemonset = dev_program.named("tenant-a-kube-proxy-daemonset-kube-system-kube-proxy")
+    configmap = dev_program.named("tenant-a-kube-proxy-configmap-kube-system-kube-proxy")
+    assert dev_program.depends_on(daemonset, configmap)
+    assert dev_program.depends_on(daemonset, dev_program.named(
+        "tenant-a-kube-proxy-clusterrolebinding-kube-proxy"))
+
+
+def test_a_workers_ready_wait_cannot_wait_for_itself(dev_config):
+    """A worker is done when its Node is Ready, which needs kindnet on it: kindnet must never wait
+    for a worker (it is created beside them, through the tenant provider)."""
+    dev_config["tenants"][0]["workers"] = 2
+    program = run_program(dev_config)
+    for cni in [r for r in program.registrations if r.name.startswith("tenant-a-kindnet-")]:
+        for index in range(2):
+            assert not program.depends_on(cni, program.named(f"tenant-a-worker-{index}")), cni.name
