@@ -41,7 +41,7 @@ def _cidr(block: int) -> str:
 
 def tenant_config(tenants: int) -> dict[str, Any]:
     return {
-        "management": {"name": "bench", "metallbAddressRange": "172.18.255.200-172.18.255.250"},
+        "management": {"name": "bench", "metallbAddressRange": "172.30.255.200-172.30.255.250"},
         "tenants": [{
             "name": f"t{index:03d}", "kubernetesVersion": "v1.35.0",
             "podCidr": _cidr(2 * index), "serviceCidr": _cidr(2 * index + 1),

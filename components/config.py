@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from components import names, versions
+from components import docker_network, names, versions
 
 PROJECT = "kamaji-hami-platform"
 
@@ -114,6 +114,8 @@ class TenantConfig:
     gpus: GpuPool | None
     hami: HamiSettings = field(default_factory=HamiSettings)
     gpu_quotas: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    # Which /25 of the Docker network's worker addresses is this tenant's (docker_network.py).
+    address_block: int = 0
 
     @property
     def namespace(self) -> str:
@@ -134,9 +136,17 @@ class ManagementConfig:
 
     name: str = "kamaji"
     node_image: str = versions.KIND_NODE_IMAGE
-    docker_network: str = "kind"
+    # A network of the platform's own (not kind's `kind`): its IPv4 subnet must be configured
+    # for workers to have fixed addresses (components/docker_network.py).
+    docker_network: str = "kamaji-hami"
+    docker_subnet: str = "172.30.0.0/16"
     metallb_address_range: str | None = None
     kamaji_etcd_replicas: int = 3
+
+    @property
+    def pool_range(self) -> str:
+        """The MetalLB range: configured, or the default of the network's layout."""
+        return self.metallb_address_range or docker_network.layout(self.docker_subnet).default_pool_range()
 
 
 @dataclass(frozen=True)
@@ -357,7 +367,7 @@ def _parse_quotas(raw: Any, path: str, problems: _Problems) -> dict[str, dict[st
 
 
 _TENANT_KEYS = ("name", "kubernetesVersion", "controlPlaneReplicas", "podCidr", "serviceCidr",
-                "workers", "gpus", "hami", "gpuQuotas")
+                "workers", "gpus", "hami", "gpuQuotas", "addressBlock")
 
 
 def _parse_tenant(raw: Any, index: int, models: Mapping[str, GpuModel],
@@ -380,18 +390,19 @@ def _parse_tenant(raw: Any, index: int, models: Mapping[str, GpuModel],
     service_cidr = _string(obj, "serviceCidr", path, problems)
     pod_net = _ipv4_network(pod_cidr, f"{path}.podCidr", problems, 8, 22)
     service_net = _ipv4_network(service_cidr, f"{path}.serviceCidr", problems, 12, 28)
-    workers = _integer(obj, "workers", path, problems, default=1, minimum=0, maximum=99)
+    workers = _integer(obj, "workers", path, problems, default=1, minimum=0, maximum=names.MAX_WORKERS)
+    address_block = _integer(obj, "addressBlock", path, problems, default=index, minimum=0)
     gpus = _parse_gpus(obj.get("gpus"), f"{path}.gpus", workers, models, problems)
     hami = _parse_hami(obj.get("hami"), f"{path}.hami", problems)
     quotas = _parse_quotas(obj.get("gpuQuotas"), f"{path}.gpuQuotas", problems)
     if pod_net is not None and workers is not None:
         _check_node_ranges(pod_net, workers, path, problems)
-    if None in (name, version, replicas, pod_net, service_net, workers):
+    if None in (name, version, replicas, pod_net, service_net, workers, address_block):
         return None
     if "gpus" in obj and gpus is None:
         return None
     return TenantConfig(name, version, replicas, pod_cidr, service_cidr, workers,  # type: ignore[arg-type]
-                        gpus, hami, quotas)
+                        gpus, hami, quotas, address_block)  # type: ignore[arg-type]
 
 
 def _check_node_ranges(pod_net: ipaddress.IPv4Network, workers: int, path: str,
@@ -406,11 +417,35 @@ def _check_node_ranges(pod_net: ipaddress.IPv4Network, workers: int, path: str,
                                         "larger one)")
 
 
-def _check_overlaps(tenants: list[TenantConfig], problems: _Problems) -> None:
+def _check_address_blocks(tenants: list[TenantConfig], management: ManagementConfig,
+                          problems: _Problems) -> None:
+    """Each tenant a block of worker addresses of its own, inside the network's worker region."""
+    blocks = docker_network.layout(management.docker_subnet).blocks
+    owner: dict[int, str] = {}
+    for index, tenant in enumerate(tenants):
+        path = f"tenants[{index}].addressBlock"
+        if tenant.address_block >= blocks:
+            problems.add(path, f"{tenant.address_block} is outside 0..{blocks - 1}: "
+                               f"management.dockerSubnet {management.docker_subnet} holds {blocks} "
+                               "tenants' worker addresses; use a larger subnet")
+        elif tenant.address_block in owner:
+            problems.add(path, f"{tenant.address_block} is also {owner[tenant.address_block]}'s: "
+                               "each tenant needs its own")
+        else:
+            owner[tenant.address_block] = f"tenants[{index}] ({tenant.name})"
+
+
+def _check_overlaps(tenants: list[TenantConfig], management: ManagementConfig,
+                    problems: _Problems) -> None:
     claimed: list[tuple[str, ipaddress.IPv4Network | ipaddress.IPv6Network]] = [
         ("the management cluster's pod CIDR", ipaddress.ip_network(MANAGEMENT_POD_CIDR)),
         ("the management cluster's service CIDR", ipaddress.ip_network(MANAGEMENT_SERVICE_CIDR)),
     ]
+    docker_subnet = ipaddress.ip_network(management.docker_subnet)
+    for owner, other in claimed:
+        if docker_subnet.overlaps(other):
+            problems.add("management.dockerSubnet", f"{docker_subnet} overlaps {owner} ({other})")
+    claimed.append(("management.dockerSubnet", docker_subnet))
     for index, tenant in enumerate(tenants):
         for key, cidr in (("podCidr", tenant.pod_cidr), ("serviceCidr", tenant.service_cidr)):
             network = ipaddress.ip_network(cidr)
@@ -435,7 +470,7 @@ def _check_generated_names(management: ManagementConfig, raw_tenants: list[Any],
 
 def _parse_management(raw: Any, problems: _Problems) -> ManagementConfig:
     obj = _mapping(raw, "management", problems)
-    _unknown_keys(obj, ("name", "nodeImage", "dockerNetwork", "metallbAddressRange",
+    _unknown_keys(obj, ("name", "nodeImage", "dockerNetwork", "dockerSubnet", "metallbAddressRange",
                         "kamajiEtcdReplicas"), "management", problems)
     defaults = ManagementConfig()
     name = _string(obj, "name", "management", problems, defaults.name)
@@ -446,28 +481,35 @@ def _parse_management(raw: Any, problems: _Problems) -> ManagementConfig:
     network = _string(obj, "dockerNetwork", "management", problems, defaults.docker_network)
     if network is not None and not _DOCKER_NETWORK.match(network):
         problems.add("management.dockerNetwork", f"{network!r} is not a Docker network name")
+    subnet = _string(obj, "dockerSubnet", "management", problems, defaults.docker_subnet)
+    subnet_net = _ipv4_network(subnet, "management.dockerSubnet", problems,
+                               docker_network.MIN_PREFIX, docker_network.MAX_PREFIX)
     address_range = obj.get("metallbAddressRange")
-    if address_range is not None:
-        _check_address_range(address_range, problems)
+    if address_range is not None and subnet_net is not None:
+        _check_address_range(address_range, docker_network.layout(str(subnet_net)), problems)
     etcd = _integer(obj, "kamajiEtcdReplicas", "management", problems,
                     default=defaults.kamaji_etcd_replicas, maximum=5)
-    if None in (name, image, network, etcd):
+    if None in (name, image, network, subnet_net, etcd):
         return defaults
-    return ManagementConfig(name, image, network, address_range, etcd)  # type: ignore[arg-type]
+    return ManagementConfig(name, image, network, subnet, address_range, etcd)  # type: ignore[arg-type]
 
 
-def _check_address_range(value: Any, problems: _Problems) -> None:
+def _check_address_range(value: Any, layout: docker_network.NetworkLayout, problems: _Problems) -> None:
     path = "management.metallbAddressRange"
     if not isinstance(value, str) or value.count("-") != 1:
-        problems.add(path, f"{value!r} must look like 172.18.255.200-172.18.255.250")
+        problems.add(path, f"{value!r} must look like 172.30.255.200-172.30.255.250")
         return
     try:
-        first, last = (ipaddress.IPv4Address(part.strip()) for part in value.split("-"))
+        first, last = docker_network.parse_range(value)
     except ValueError:
         problems.add(path, f"{value!r} must be two IPv4 addresses joined by '-'")
         return
     if first > last:
         problems.add(path, f"{value!r} starts after it ends")
+    elif not (first in layout.pool_quarter and last in layout.pool_quarter):
+        problems.add(path, f"{value!r} must lie in {layout.pool_quarter}, the last quarter of "
+                           f"management.dockerSubnet: the quarters before it are Docker's own "
+                           "addresses (the kind node) and the workers' fixed addresses")
 
 
 def _parse_reference_pod(raw: Any, problems: _Problems) -> PodShape:
@@ -508,7 +550,8 @@ def parse_config(raw: Mapping[str, Any]) -> PlatformConfig:
                          f"duplicate tenant name {name!r} (also tenants[{seen[name]}])")
         elif isinstance(name, str):
             seen[name] = index
-    _check_overlaps(tenants, problems)
+    _check_overlaps(tenants, management, problems)
+    _check_address_blocks(tenants, management, problems)
     _check_generated_names(management, raw_tenants, tenants, problems)
     reference_pod = _parse_reference_pod(raw.get("referencePod"), problems)
     if problems.items:

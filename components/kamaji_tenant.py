@@ -89,7 +89,7 @@ class KamajiTenant(pulumi.ComponentResource):
         namespace = kubernetes.core.v1.Namespace(
             f"{name}-namespace", metadata={"name": tenant.namespace}, opts=on_management)
         self.network_policies = create_objects(
-            name, network_policies(tenant),
+            name, network_policies(tenant, management_config),
             pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=[namespace])))
         # Settings the tenant's running nodes keep from their join: refused in preview.
         self.create_only = create_only_guards(
@@ -130,7 +130,7 @@ class KamajiTenant(pulumi.ComponentResource):
             # replaces workers (version, spec, control plane) rolls through them and the
             # tenant keeps its other nodes meanwhile.
             self.workers.append(self._worker(node_join.Worker(tenant, index, management_config),
-                                             previous=self.workers[-1:]))
+                                             previous=self.workers[-1:], network=management.network))
         # Everything inside the tenant goes with its control plane (its API and datastore).
         self.on_tenant = pulumi.ResourceOptions(parent=self, provider=self.provider,
                                                 deleted_with=self.control_plane)
@@ -189,7 +189,8 @@ class KamajiTenant(pulumi.ComponentResource):
             triggers=[image],
             opts=pulumi.ResourceOptions(parent=self))
 
-    def _worker(self, worker: node_join.Worker, previous: list[local.Command]) -> local.Command:
+    def _worker(self, worker: node_join.Worker, previous: list[local.Command],
+                network: local.Command) -> local.Command:
         return local.Command(
             worker.name,
             create=node_join.create_script(worker),
@@ -207,5 +208,7 @@ class KamajiTenant(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self, delete_before_replace=True,
                 additional_secret_outputs=["stdout"],
-                depends_on=[self.control_plane, self.admin_access, self.worker_image, *previous]),
+                depends_on=[self.control_plane, self.admin_access, self.worker_image, *previous],
+                # Attached to the network: a new network (same name) needs it gone first.
+                replace_with=[network]),
         )

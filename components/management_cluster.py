@@ -6,8 +6,8 @@ import pulumi
 import pulumi_kubernetes as kubernetes
 from pulumi_command import local
 
+from components import docker_network, readiness, versions
 from components import management_render as render
-from components import readiness, versions
 from components.config import ManagementConfig
 from components.create_only import create_only_guards
 
@@ -51,21 +51,34 @@ class ManagementCluster(pulumi.ComponentResource):
                                               render.management_create_only_values(management),
                                               render.MANAGEMENT_WAY_OUT, self)
 
+        # kind keeps a network that exists (kind v0.31.0 network.go ensureNetwork): this one has
+        # the configured subnet workers take fixed addresses from (components/docker_network.py).
+        self.network = local.Command(
+            f"{name}-network",
+            create=docker_network.create_script(management.docker_network, management.docker_subnet,
+                                                management.name),
+            delete=docker_network.delete_script(management.docker_network, management.name),
+            triggers=[management.docker_network, management.docker_subnet],
+            # A new network has the same name: the old one goes first, and with it first what is
+            # attached to it (kind's node and the workers name it in replace_with).
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                depends_on=self.create_only, delete_before_replace=True)))
         self.cluster = local.Command(
             f"{name}-kind",
             create=render.kind_create_script(management),
             delete=render.kind_delete_script(management),
             stdin=kind_config,
             interpreter=["/bin/sh", "-c"],
-            # kind attaches its nodes to this Docker network (default `kind`).
+            # kind attaches its nodes to this Docker network.
             environment={render.KIND_NETWORK_ENV: management.docker_network},
             # Changing the name, image, kind config or Docker network would replace the
             # cluster (the name is fixed, so the old one first) and with it every tenant's
             # control plane and data: protected, so the engine refuses that in preview.
             triggers=[management.name, management.node_image, kind_config,
-                      management.docker_network],
+                      management.docker_network, management.docker_subnet],
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
-                delete_before_replace=True, protect=True, depends_on=self.create_only)),
+                delete_before_replace=True, protect=True, depends_on=[*self.create_only, self.network],
+                replace_with=[self.network])),
         )
         kubeconfig_cmd = local.Command(
             f"{name}-kubeconfig",
@@ -94,7 +107,7 @@ class ManagementCluster(pulumi.ComponentResource):
         self.metallb = _helm_release(
             "metallb", versions.METALLB_CHART, render.METALLB_NAMESPACE,
             render.metallb_values(), on_cluster)
-        self.pool_range = self._pool_range(name, management, child)
+        self.pool_range = pulumi.Output.from_input(management.pool_range)
         self.pool = kubernetes.apiextensions.CustomResource(
             f"{name}-metallb-pool",
             api_version=render.METALLB_API_VERSION,
@@ -132,18 +145,3 @@ class ManagementCluster(pulumi.ComponentResource):
             "kubeconfig": self.kubeconfig,
             "poolRange": self.pool_range,
         })
-
-    def _pool_range(self, name: str, management: ManagementConfig,
-                    child: pulumi.ResourceOptions) -> pulumi.Output[str]:
-        """The configured range, or one derived from the Docker network kind created (by a
-        command that runs once per kind cluster: see render.DERIVED_RANGE)."""
-        if management.metallb_address_range:
-            return pulumi.Output.from_input(management.metallb_address_range)
-        inspect = local.Command(
-            f"{name}-docker-network",
-            create=render.docker_network_ipam_command(management.docker_network),
-            triggers=[self.cluster.id],
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
-                depends_on=[self.cluster])),
-        )
-        return inspect.stdout.apply(render.metallb_range_from_ipam)

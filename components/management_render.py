@@ -6,8 +6,6 @@ tests call it directly and two runs of the program produce identical inputs.
 
 from __future__ import annotations
 
-import ipaddress
-import json
 import shlex
 from typing import Any
 
@@ -30,10 +28,6 @@ KIND_NETWORK_ENV = "KIND_EXPERIMENTAL_DOCKER_NETWORK"
 # Private folder (git-ignored) for the kubeconfig `kind create` writes.
 KIND_KUBECONFIG_DIR = ".kind"
 
-# The MetalLB range takes 51 addresses at the top of the kind subnet, far from
-# the low addresses Docker hands to containers (management node, workers).
-_POOL_OFFSET_FROM_BROADCAST = (55, 5)
-_MAX_POOL_PREFIX = 24
 
 
 def kind_cluster_config(management: ManagementConfig) -> str:
@@ -116,42 +110,6 @@ def control_plane_container(management: ManagementConfig) -> str:
     return names.kind_node_container(management.name)
 
 
-def docker_network_ipam_command(network: str) -> str:
-    return f"docker network inspect {shlex.quote(network)} --format '{{{{json .IPAM.Config}}}}'"
-
-
-def metallb_range_from_subnet(subnet: str) -> str:
-    """The MetalLB range for an IPv4 subnet: 51 addresses just below its broadcast."""
-    network = ipaddress.IPv4Network(subnet, strict=False)
-    if network.prefixlen > _MAX_POOL_PREFIX:
-        raise ValueError(f"Docker subnet {subnet} is smaller than /{_MAX_POOL_PREFIX}; set "
-                         "management.metallbAddressRange to a free range in it")
-    start, end = (network.broadcast_address - offset for offset in _POOL_OFFSET_FROM_BROADCAST)
-    return f"{start}-{end}"
-
-
-def metallb_range_from_ipam(ipam_json: str) -> str:
-    """Pick the IPv4 subnet from `docker network inspect`'s IPAM config and derive the range.
-
-    The `kind` network may list an IPv6 subnet too, in either order; using its
-    gateway is the pitfall the Kamaji kind guide warns about.
-    """
-    try:
-        entries = json.loads(ipam_json)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"cannot parse Docker IPAM config {ipam_json!r}: {error}") from None
-    for entry in entries or []:
-        subnet = (entry or {}).get("Subnet", "")
-        try:
-            if isinstance(ipaddress.ip_network(subnet, strict=False), ipaddress.IPv4Network):
-                return metallb_range_from_subnet(subnet)
-        except ValueError as error:
-            if "smaller than" in str(error):
-                raise
-    raise ValueError(f"the Docker network has no IPv4 subnet in {ipam_json!r}; set "
-                     "management.metallbAddressRange")
-
-
 def cert_manager_values() -> dict[str, Any]:
     return {"crds": {"enabled": True}}
 
@@ -197,6 +155,8 @@ MANAGEMENT_CREATE_ONLY = (
                       "kind sets a node image only when it creates the cluster"),
     CreateOnlySetting("dockerNetwork", "management.dockerNetwork",
                       "kind attaches its node to the network only when it creates the cluster"),
+    CreateOnlySetting("dockerSubnet", "management.dockerSubnet",
+                      "the network, the kind node and every worker address live in it"),
     # kamaji-etcd forms its cluster once with --initial-cluster-state=new (clastix/kamaji-etcd chart).
     CreateOnlySetting("kamajiEtcdReplicas", "management.kamajiEtcdReplicas",
                       "kamaji-etcd forms its cluster once (3 to 1 loses quorum, 1 to 3 cannot join) "
@@ -205,17 +165,11 @@ MANAGEMENT_CREATE_ONLY = (
     CreateOnlySetting("metallbAddressRange", "management.metallbAddressRange",
                       "a new range moves every tenant API address while the workers keep the old one"),
 )
-# The guard's value when the range is derived from the Docker network: the derived range itself
-# is known only after kind created the network, and an Output there would be unknown in any
-# preview that updates the inspecting command (pulumi-go-provider marks an updated resource's
-# outputs unknown), refusing every such preview. A derived range is fixed by that command, which
-# runs once per kind cluster (its only trigger is the cluster): its script must never change.
-DERIVED_RANGE = "derived"
 
 
 def management_create_only_values(management: ManagementConfig) -> dict[str, str]:
     """Each create-only setting's value, as its guard's trigger."""
     return {"name": management.name, "nodeImage": management.node_image,
-            "dockerNetwork": management.docker_network,
+            "dockerNetwork": management.docker_network, "dockerSubnet": management.docker_subnet,
             "kamajiEtcdReplicas": str(management.kamaji_etcd_replicas),
-            "metallbAddressRange": management.metallb_address_range or DERIVED_RANGE}
+            "metallbAddressRange": management.pool_range}

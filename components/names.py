@@ -50,6 +50,7 @@ DOCKER_CONTAINER_NAME = NameRule("a Docker container name", None, re.compile(r"[
 # (internal/utilities/utilities.go AddTenantPrefix); its longest resource name:
 KAMAJI_LONGEST_SUFFIX = "konnectivity-egress-selector-configuration"  # internal/resources/konnectivity
 CAPACITY_AGENT = "hami-mock-gpu-capacity"
+MAX_WORKERS = 99  # per tenant: `-worker-<0..98>`, and one fixed address each (docker_network.py)
 _HASH_LENGTH = 8
 
 

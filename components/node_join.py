@@ -14,7 +14,7 @@ import hashlib
 import shlex
 from dataclasses import dataclass
 
-from components import versions
+from components import docker_network, versions
 from components.config import ManagementConfig, TenantConfig
 
 KUBECONFIG_ENV = "TENANT_KUBECONFIG"
@@ -59,12 +59,18 @@ class Worker:
     def image(self) -> str:
         return versions.kind_node_image(self.tenant.kubernetes_version)
 
+    @property
+    def address(self) -> str:
+        """Its fixed address on the platform's Docker network: what its control plane admits."""
+        return docker_network.layout(self.management.docker_subnet).worker_address(
+            self.tenant.address_block, self.index)
+
 
 def docker_run_args(worker: Worker) -> list[str]:
     """The container specification: the flags kind itself starts a node with, our labels, the image."""
     return [
         "-d", "--name", worker.name, "--hostname", worker.name,
-        "--network", worker.management.docker_network,
+        "--network", worker.management.docker_network, "--ip", worker.address,
         "--privileged", "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
         "--tty", "--init=false", "--cgroupns=private",
         "--tmpfs", "/tmp", "--tmpfs", "/run", "--volume", "/var", "--volume", "/lib/modules:/lib/modules:ro",

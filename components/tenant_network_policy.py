@@ -1,31 +1,31 @@
-"""NetworkPolicies that isolate a tenant's namespace in the management cluster.
+"""NetworkPolicies that isolate a tenant's control plane in the management cluster.
 
 Default deny in both directions, then only what a TenantControlPlane needs
 (pod labels from clastix/kamaji 26.8.2-edge internal/constants/labels.go):
 
-- API (6443) and Konnectivity (8132) from outside the management pod network:
-  workers, the host, and load-balancer traffic. kind's kube-network-policies
-  evaluates a packet after kube-proxy's DNAT and before its masquerade, so
-  load-balancer traffic arrives with its real client address (a worker or the
-  host), while pods of the management cluster, other tenants' included, have
-  addresses in the pod CIDR and are excluded. One pod-network address is
-  allowed: the node's own end of every pod link (the first address of the one
-  kind node's pod range), the source of the kubelet's probes of the
-  control-plane containers (the API server's are on 6443); no pod can hold it;
-- the same ports from the Kamaji controller in `kamaji-system` and from pods
-  of the tenant's own namespace (in-namespace tooling, the isolation probe);
-- the kubelet's health probes of the other control-plane containers from the node;
-- egress: control-plane pods to the datastore (kamaji-etcd, 2379) in
-  `kamaji-system`; every pod of the namespace to DNS and to its own control
-  plane, and nowhere else.
+- API (6443) and Konnectivity (8132) from exactly: the tenant's own workers (their fixed
+  addresses, one block of the Docker network per tenant: components/docker_network.py), the
+  host that runs Pulumi (the network's gateway), the Kamaji controller in `kamaji-system`, and
+  pods of the tenant's own namespace (in-namespace tooling, the isolation probe). Nothing else:
+  not another tenant's workers, nor pods of another tenant's cluster (they leave their worker
+  masqueraded to its address: kindnetd's masquerade), nor management pods.
+  This holds because kind's kube-network-policies (v0.8.0, in kindnetd at kind 20ccfc88)
+  judges a packet in the POSTROUTING hook at priority srcnat-5: after kube-proxy's DNAT of the
+  LoadBalancer address and before its masquerade (pkg/networkpolicy/controller.go), so it sees
+  the real client address. It accepts, before any policy, packets from sockets of root on the
+  kind node itself (`meta skuid 0`: the kubelet's probes, `docker exec` checks run there) and
+  established connections, and kindnetd lets packets through while it is not running
+  (`FailOpen: true`, kind images/kindnetd/cmd/kindnetd/main.go);
+- egress: control-plane pods to the datastore (kamaji-etcd, 2379) in `kamaji-system`; every pod
+  of the namespace to DNS and to its own control plane, and nowhere else.
 """
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 
-from components.config import MANAGEMENT_POD_CIDR, TenantConfig
+from components import docker_network
+from components.config import ManagementConfig, TenantConfig
 from components.management_render import KAMAJI_NAMESPACE
 from components.tenantcontrolplane import API_PORT, KONNECTIVITY_PORT
 
@@ -33,22 +33,18 @@ TCP_POD_LABEL = "kamaji.clastix.io/name"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 DATASTORE_PORT = 2379
 DNS_PORT = 53
-# Probe ports of the containers Kamaji runs in a TCP pod: controller-manager,
-# scheduler, konnectivity-server health.
-PROBE_PORTS = (10257, 10259, 8134)
 DEFAULT_DENY = "default-deny"
-# kind gives its only node the first /24 of the pod subnet; the CNI puts the
-# range's first address on the node side of every pod link.
-MANAGEMENT_NODE_POD_GATEWAY = f"{ipaddress.ip_network(MANAGEMENT_POD_CIDR)[1]}/32"
 
 
 def _ports(*numbers: int, protocol: str = "TCP") -> list[dict[str, Any]]:
     return [{"protocol": protocol, "port": number} for number in numbers]
 
 
-def _from_outside_pod_network() -> list[dict[str, Any]]:
-    return [{"ipBlock": {"cidr": "0.0.0.0/0", "except": [MANAGEMENT_POD_CIDR]}},
-            {"ipBlock": {"cidr": MANAGEMENT_NODE_POD_GATEWAY}}]
+def _own_workers_and_host(tenant: TenantConfig, management: ManagementConfig) -> list[dict[str, Any]]:
+    """The tenant's block of worker addresses and the host (the Docker network's gateway)."""
+    network = docker_network.layout(management.docker_subnet)
+    return ([{"ipBlock": {"cidr": cidr}} for cidr in network.block_cidrs(tenant.address_block)]
+            + [{"ipBlock": {"cidr": f"{network.gateway}/32"}}])
 
 
 def _namespace(name: str) -> dict[str, Any]:
@@ -64,7 +60,7 @@ def _policy(tenant: TenantConfig, name: str, spec: dict[str, Any]) -> dict[str, 
     }
 
 
-def network_policies(tenant: TenantConfig) -> list[dict[str, Any]]:
+def network_policies(tenant: TenantConfig, management: ManagementConfig) -> list[dict[str, Any]]:
     """All NetworkPolicies of one tenant namespace, default deny first."""
     control_plane = {"matchLabels": {TCP_POD_LABEL: tenant.name}}
     return [
@@ -76,10 +72,9 @@ def network_policies(tenant: TenantConfig) -> list[dict[str, Any]]:
             "podSelector": control_plane,
             "policyTypes": ["Ingress"],
             "ingress": [
-                {"from": [*_from_outside_pod_network(), _namespace(KAMAJI_NAMESPACE),
+                {"from": [*_own_workers_and_host(tenant, management), _namespace(KAMAJI_NAMESPACE),
                           {"podSelector": {}}],
                  "ports": _ports(API_PORT, KONNECTIVITY_PORT)},
-                {"from": _from_outside_pod_network(), "ports": _ports(*PROBE_PORTS)},
             ],
         }),
         _policy(tenant, "allow-control-plane-egress", {

@@ -134,11 +134,18 @@ def create_only_settings(tenant: TenantConfig) -> tuple[CreateOnlySetting, ...]:
         CreateOnlySetting("serviceCidr", f"{path}.serviceCidr",
                           "every kubelet keeps the DNS address it was given at join, and Services "
                           "keep their addresses"),
+        # Defaults to the tenant's position in `tenants`: removing or inserting a tenant before it
+        # would move its workers' addresses, and the control plane would admit none of the old ones.
+        CreateOnlySetting("addressBlock", f"{path}.addressBlock",
+                          "its workers' fixed addresses and what its control plane admits are in it "
+                          "(the default is the tenant's position in tenants: pin it before removing "
+                          "or inserting a tenant ahead of this one)"),
     )
 
 
 def create_only_values(tenant: TenantConfig) -> dict[str, str]:
-    return {"podCidr": tenant.pod_cidr, "serviceCidr": tenant.service_cidr}
+    return {"podCidr": tenant.pod_cidr, "serviceCidr": tenant.service_cidr,
+            "addressBlock": str(tenant.address_block)}
 
 
 def create_only_way_out(tenant: TenantConfig) -> str:

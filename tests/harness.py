@@ -34,7 +34,6 @@ MGMT_KUBECONFIG_SENTINEL = "sentinel-management-kubeconfig-token"
 TENANT_KUBECONFIG_SENTINEL = "sentinel-tenant-kubeconfig-token"
 SENTINELS = (MGMT_KUBECONFIG_SENTINEL, TENANT_KUBECONFIG_SENTINEL)
 
-DOCKER_IPAM = '[{"Subnet":"172.18.0.0/16","Gateway":"172.18.0.1"}]'
 
 
 def fake_kubeconfig(server: str, token: str) -> str:
@@ -65,7 +64,7 @@ class Registration:
 
 def tenant_lb_address(resource_name: str) -> str:
     """A stable, distinct MetalLB address per tenant for the mocked kubeconfigs."""
-    return f"172.18.255.{200 + sum(map(ord, resource_name)) % 50}"
+    return f"172.30.255.{200 + sum(map(ord, resource_name)) % 50}"
 
 
 class PlatformMocks(pulumi.runtime.Mocks):
@@ -113,8 +112,6 @@ class PlatformMocks(pulumi.runtime.Mocks):
     def _command_stdout(name: str) -> str:
         if name.endswith("-kubeconfig"):
             return fake_kubeconfig("https://127.0.0.1:40000", MGMT_KUBECONFIG_SENTINEL)
-        if name.endswith("-docker-network"):
-            return DOCKER_IPAM
         return ""
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list]:

@@ -4,6 +4,8 @@ Covers what the platform uses: podSelector / namespaceSelector (matchLabels),
 ipBlock with except, ports with protocol, Ingress and Egress policy types.
 A flow is allowed when the source's egress and the destination's ingress both
 allow it; a direction is unrestricted for a pod no policy of that type selects.
+As kind's enforcer (kube-network-policies v0.8.0 pkg/networkpolicy/controller.go), a packet
+from a socket of root on the node itself is accepted before any policy (`meta skuid 0`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ class Endpoint:
     namespace: str | None  # None: not a pod of the cluster (host, worker container)
     ip: str
     labels: dict[str, str] = field(default_factory=dict)
+    node_root: bool = False  # a process of root on the node itself (the kubelet, docker exec)
 
 
 def _matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
@@ -71,5 +74,7 @@ def _direction_allows(policies: list[dict[str, Any]], pod: Endpoint, other: Endp
 
 def allowed(policies: list[dict[str, Any]], source: Endpoint, destination: Endpoint, port: int,
             protocol: str = "TCP") -> bool:
+    if source.node_root:
+        return True
     return (_direction_allows(policies, source, destination, port, protocol, "Egress")
             and _direction_allows(policies, destination, source, port, protocol, "Ingress"))

@@ -158,7 +158,7 @@ class TestRefusals:
         assert_refused(dev_config, "tenants[0].hami.gpuSchedulerPolicy", "binpack, spread")
 
     def test_bad_metallb_range(self, dev_config):
-        dev_config["management"]["metallbAddressRange"] = "172.18.255.250-172.18.255.200"
+        dev_config["management"]["metallbAddressRange"] = "172.30.255.250-172.30.255.200"
         assert_refused(dev_config, "management.metallbAddressRange", "starts after it ends")
 
     def test_empty_tenant_list(self, dev_config):

@@ -133,6 +133,7 @@ MANAGEMENT_CHANGES = {
     "nodeImage": ("management", "nodeImage", "kindest/node:v1.35.1"),
     "name": ("management", "name", "kamaji2"),
     "dockerNetwork": ("management", "dockerNetwork", "kind-b"),
+    "dockerSubnet": ("management", "dockerSubnet", "172.31.0.0/16"),
 }
 
 
@@ -145,15 +146,18 @@ class TestNewManagementCluster:
 
     @pytest.mark.parametrize("setting", sorted(MANAGEMENT_CHANGES))
     def test_preview_refuses_it_naming_the_setting(self, two_workers, before, setting):
-        """The guard named after the setting is refused first (the kind command waits for it),
-        then the kind cluster; the preview goes on into the kind cluster's delete-first cascade,
-        where the first protected resource on it (a control plane, whichever the engine meets
-        first) stops the planning."""
+        """The guard named after the setting is refused first (the kind command waits for it);
+        then the kind cluster, itself or in the Docker network's delete-first cascade (a new
+        network takes kind's node with it); a preview goes on into the kind cluster's own
+        cascade, where the first control plane it meets stops the planning. (A new subnet also
+        moves the default MetalLB range: its guard says so too.)"""
         after = run_program(changed(two_workers, lambda c: edit_setting(c, *MANAGEMENT_CHANGES[setting])))
         steps = plan(before, after)
-        guard, kind, first_on_it = refused(steps)
-        assert (guard, kind) == (f"management-create-only-{setting}", "management-kind")
-        assert first_on_it in {"tenant-a-control-plane", "tenant-b-control-plane"}
+        refusals = refused(steps)
+        guard = f"management-create-only-{setting}"
+        assert refusals[0] == guard and "management-kind" in refusals, refusals
+        assert set(refusals) <= {guard, "management-kind", "management-create-only-metallbAddressRange",
+                                 "tenant-a-control-plane", "tenant-b-control-plane"}, refusals
         assert stopped(steps), "nothing after it is planned"
         assert after.depends_on(after.named("management-kind"), after.named(guard))
 
@@ -192,7 +196,7 @@ class TestCreateOnlySettings:
     @pytest.mark.parametrize(("edit", "guard", "waiting"), [
         (lambda c: c["management"].update(kamajiEtcdReplicas=1),
          "management-create-only-kamajiEtcdReplicas", ("kamaji",)),
-        (lambda c: c["management"].update(metallbAddressRange="172.18.254.100-172.18.254.150"),
+        (lambda c: c["management"].update(metallbAddressRange="172.30.254.100-172.30.254.150"),
          "management-create-only-metallbAddressRange", ("management-metallb-pool",)),
         (lambda c: c["tenants"][0].update(podCidr="10.40.0.0/16"),
          "tenant-a-create-only-podCidr", ("tenant-a-control-plane",)),
@@ -246,9 +250,10 @@ class TestDriftAndTeardown:
         steps = plan(before, SimpleNamespace(registrations=[]))
         assert set(refused(steps)) == {
             "management-kind", "tenant-a-control-plane", "tenant-b-control-plane",
-            *(f"management-create-only-{k}" for k in ("name", "nodeImage", "dockerNetwork",
+            *(f"management-create-only-{k}" for k in ("name", "nodeImage", "dockerNetwork", "dockerSubnet",
                                                         "kamajiEtcdReplicas", "metallbAddressRange")),
-            *(f"{t}-create-only-{k}" for t in ("tenant-a", "tenant-b") for k in ("podCidr", "serviceCidr"))}
+            *(f"{t}-create-only-{k}" for t in ("tenant-a", "tenant-b")
+              for k in ("podCidr", "serviceCidr", "addressBlock"))}
 
     def test_make_down_deletes_only_what_outlives_its_cluster(self, before):
         """`make down` ignores protect on purpose. Objects in the kind cluster go with it
@@ -265,7 +270,19 @@ class TestDriftAndTeardown:
     def test_removing_a_tenant_is_refused_until_it_is_unprotected(self, two_workers, before):
         after = run_program(changed(two_workers, lambda c: c.update(tenants=c["tenants"][:1])))
         assert set(refused(plan(before, after))) == {
-            "tenant-b-control-plane", "tenant-b-create-only-podCidr", "tenant-b-create-only-serviceCidr"}
+            "tenant-b-control-plane", "tenant-b-create-only-podCidr", "tenant-b-create-only-serviceCidr",
+            "tenant-b-create-only-addressBlock"}
+
+    def test_removing_a_tenant_ahead_of_another_moves_nobodys_addresses(self, two_workers, before):
+        """tenant-b's workers and its control plane's admission live in its address block, by
+        default its position in `tenants`: removing tenant-a would move it, so its guard refuses
+        that until the block is pinned."""
+        shifted = changed(two_workers, lambda c: c.update(tenants=c["tenants"][1:]))
+        assert "tenant-b-create-only-addressBlock" in refused(plan(unprotected(before, "tenant-a"),
+                                                                   run_program(shifted)))
+        pinned = changed(shifted, lambda c: c["tenants"][0].update(addressBlock=1))
+        steps = plan(unprotected(before, "tenant-a"), run_program(pinned))
+        assert refused(steps) == [] and not [s for s in steps if s.name.startswith("tenant-b")]
 
     def test_an_unprotected_tenant_is_deleted_with_its_control_plane_not_object_by_object(
             self, two_workers, before):
@@ -318,7 +335,7 @@ class TestFixedNamesSurviveDay2:
 
     def test_a_new_tenant_endpoint_updates_kube_proxys_configmap_in_place_and_rolls_its_pods(
             self, two_workers, before, monkeypatch):
-        monkeypatch.setattr(harness, "tenant_lb_address", lambda name: "172.18.255.249")
+        monkeypatch.setattr(harness, "tenant_lb_address", lambda name: "172.30.255.249")
         steps = plan(before, run_program(two_workers))
         planned = ops(steps)
         assert planned["tenant-a-kube-proxy-configmap-kube-system-kube-proxy"] == "update"
@@ -329,7 +346,7 @@ class TestFixedNamesSurviveDay2:
     def test_without_a_mutable_configmap_provider_it_would_be_deleted_first(self, two_workers, before,
                                                                             monkeypatch):
         """What the provider flag prevents: the model plans the provider's default."""
-        monkeypatch.setattr(harness, "tenant_lb_address", lambda name: "172.18.255.249")
+        monkeypatch.setattr(harness, "tenant_lb_address", lambda name: "172.30.255.249")
         after = run_program(two_workers)
         for reg in (before, after):
             for provider in reg.of_type("pulumi:providers:kubernetes"):

@@ -122,12 +122,12 @@ def test_wait_for_names_what_it_waited_for_and_shows_evidence():
         support.wait_for("the moon", lambda: None, timeout=0.01, interval=0.001, evidence=lambda: "none")
 
 
-def test_lifecycle_stack_gets_its_own_cluster_and_tenant_names(monkeypatch, dev_config):
-    monkeypatch.setenv("E2E_METALLB_RANGE", "172.18.254.10-172.18.254.20")
+def test_lifecycle_stack_gets_its_own_cluster_tenant_names_and_network(monkeypatch, dev_config):
+    monkeypatch.setenv("E2E_DOCKER_SUBNET", "172.28.0.0/16")
     config = lifecycle_config("e2e123")
     management = config["kamaji-hami-platform:management"]
-    assert management["name"] == "e2e123"
-    assert management["metallbAddressRange"] == "172.18.254.10-172.18.254.20"
+    assert management["name"] == management["dockerNetwork"] == "e2e123"
+    assert management["dockerSubnet"] == "172.28.0.0/16" != dev_config["management"]["dockerSubnet"]
     names = [t["name"] for t in config["kamaji-hami-platform:tenants"]]
     dev_names = [t["name"] for t in dev_config["tenants"]]
     assert not set(names) & set(dev_names), "worker containers are named after tenants"
@@ -192,3 +192,26 @@ def test_probe_tells_open_refused_and_timed_out_apart(tmp_path):
     result = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, timeout=30,
                             env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}, check=False)
     assert support.probe_results(result.stdout) == {"a": "open", "b": "closed:refused", "c": "closed:timeout"}
+
+
+@pytest.mark.parametrize(("exit_code", "stderr", "expected"), [
+    (0, "", "open"), (124, "", "closed:timeout"), (1, "bash: connect: Connection refused", "closed:refused")])
+def test_a_probe_from_a_workers_own_network_tells_open_refused_and_dropped_apart(
+        tmp_path, monkeypatch, exit_code, stderr, expected):
+    """Run with a stand-in docker whose exec exits as `timeout bash -c 'exec 3<>/dev/tcp/..'` would."""
+    docker = tmp_path / "docker"
+    docker.write_text(f"#!/bin/sh\necho \"$*\" > {tmp_path}/call\necho '{stderr}' >&2\nexit {exit_code}\n")
+    docker.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    assert support.host_network_probe("tenant-b-worker-0", "172.30.255.201", 6443) == expected
+    assert (tmp_path / "call").read_text().split() == [
+        "exec", "tenant-b-worker-0", "timeout", "3", "bash", "-c", "exec", "3<>/dev/tcp/172.30.255.201/6443"]
+
+
+def test_a_probe_that_cannot_reach_the_container_is_an_error_not_a_drop(tmp_path, monkeypatch):
+    docker = tmp_path / "docker"
+    docker.write_text("#!/bin/sh\necho 'Error response from daemon: No such container: x' >&2\nexit 1\n")
+    docker.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    with pytest.raises(RuntimeError, match="No such container"):
+        support.host_network_probe("x", "172.30.255.201", 6443)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 
@@ -14,35 +13,6 @@ from components import versions
 from components.config import ManagementConfig
 
 pytestmark = pytest.mark.unit
-
-
-class TestMetallbRange:
-    def test_slash_16_matches_the_kamaji_kind_guide(self):
-        assert render.metallb_range_from_subnet("172.18.0.0/16") == "172.18.255.200-172.18.255.250"
-
-    def test_slash_24_stays_inside_the_subnet(self):
-        assert render.metallb_range_from_subnet("192.168.49.0/24") == "192.168.49.200-192.168.49.250"
-
-    def test_smaller_than_slash_24_asks_for_an_override(self):
-        with pytest.raises(ValueError, match=r"management\.metallbAddressRange"):
-            render.metallb_range_from_subnet("172.18.0.0/26")
-
-    @pytest.mark.parametrize("ipv6_first", [True, False])
-    def test_network_that_also_lists_ipv6_uses_the_ipv4_subnet(self, ipv6_first):
-        entries = [{"Subnet": "172.19.0.0/16", "Gateway": "172.19.0.1"},
-                   {"Subnet": "fc00:f853:ccd:e793::/64", "Gateway": "fc00:f853:ccd:e793::1"}]
-        if ipv6_first:
-            entries.reverse()
-        assert render.metallb_range_from_ipam(json.dumps(entries)) == "172.19.255.200-172.19.255.250"
-
-    def test_ipv6_only_network_is_refused_with_the_override_key(self):
-        ipam = json.dumps([{"Subnet": "fc00::/64"}])
-        with pytest.raises(ValueError, match="no IPv4 subnet"):
-            render.metallb_range_from_ipam(ipam)
-
-    def test_garbage_from_docker_is_a_clear_error(self):
-        with pytest.raises(ValueError, match="cannot parse Docker IPAM"):
-            render.metallb_range_from_ipam("Error: No such network: kind")
 
 
 def run_with_kind(script: str, workdir, clusters: str = "", docker_down: bool = False):
@@ -117,10 +87,6 @@ class TestKind:
         assert result.returncode != 0
         assert "is Docker running?" in result.stderr and "Cannot connect" in result.stderr
         assert kind_calls(tmp_path) == ["get clusters"], "nothing created or deleted"
-
-    def test_network_inspect_reads_ipam_as_json(self):
-        assert render.docker_network_ipam_command("kind") == \
-            "docker network inspect kind --format '{{json .IPAM.Config}}'"
 
 
 class TestValues:

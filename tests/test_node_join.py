@@ -41,7 +41,7 @@ class TestCreate:
         assert result.returncode == 0, result.stderr
         (docker_run,) = [c for c in calls(tmp_path) if c.startswith("run ")]
         assert "--name tenant-a-worker-0 --hostname tenant-a-worker-0" in docker_run
-        assert "--network kind" in docker_run and "--privileged" in docker_run
+        assert "--network kamaji-hami --ip 172.30.64.1 " in docker_run and "--privileged" in docker_run
         assert "--volume /lib/modules:/lib/modules:ro" in docker_run
         assert docker_run.endswith(f"kindest/node:v1.35.0@{versions.KIND_NODE_DIGESTS['v1.35.0']}")
         assert "joined tenant-a-worker-0" in result.stdout

@@ -145,6 +145,7 @@ _SECRET = "an unknown secret: the recording wrote it as an empty string"
 _WORKER = "issue 17: the worker waits for Ready, a failed drain stops its delete"
 _LEAVES = "issue 17: only the endpoint's own values wait for it (were the whole field)"
 _GUARD = "issue 17: one protected guard per create-only setting"
+_NETWORK = "issue 18: the platform's own Docker network, workers at fixed addresses"
 RECORDING_DRIFT: dict[str, tuple[str, str]] = {
     # name: (what differs, why)
     "kamaji-hami-platform-dev": ("removed", "the stack: the engine's, not a registration"),
@@ -154,7 +155,7 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
        ("name", "nodeImage", "dockerNetwork", "kamajiEtcdReplicas", "metallbAddressRange")},
     **{f"{tenant}-create-only-{key}": ("added", _GUARD) for tenant in ("tenant-a", "tenant-b")
        for key in ("podCidr", "serviceCidr")},
-    **{f"{tenant}-worker-0": ("create,delete,environment", f"{_WORKER}; {_SECRET}")
+    **{f"{tenant}-worker-0": ("create,delete,environment,triggers", f"{_WORKER}; {_SECRET}; {_NETWORK}")
        for tenant in ("tenant-a", "tenant-b")},
     **{f"{tenant}-admin-access": ("environment", _SECRET) for tenant in ("tenant-a", "tenant-b")},
     **{f"{tenant}-kindnet-daemonset-kube-system-kindnet": ("spec", _LEAVES)
@@ -167,8 +168,18 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
                          "issue 17: ConfigMaps updated in place; the recording ran provider 4.25.0, "
                          "the program pins 4.34.2") for tenant in ("tenant-a", "tenant-b")},
     "management-k8s": ("clusterIdentifier,version", f"{_IDS}; provider 4.25.0 in the recording"),
-    **{f"management-{command}": ("triggers", _IDS)
-       for command in ("docker-network", "kamaji-webhook", "kubeconfig")},
+    **{f"management-{command}": ("triggers", _IDS) for command in ("kamaji-webhook", "kubeconfig")},
+    # issue 18: the platform's own network replaces kind's `kind` and the range read from it
+    "management-docker-network": ("removed", _NETWORK),
+    "management-network": ("added", _NETWORK),
+    "management-create-only-dockerSubnet": ("added", f"{_GUARD}; {_NETWORK}"),
+    **{f"{tenant}-create-only-addressBlock": ("added", f"{_GUARD}; {_NETWORK}")
+       for tenant in ("tenant-a", "tenant-b")},
+    "management-kind": ("environment,triggers", _NETWORK),
+    "management-metallb-pool": ("spec", f"{_NETWORK}: the range is known from the config"),
+    **{f"{tenant}-networkpolicy-{tenant}-allow-control-plane-ingress": (
+        "spec", "issue 18: only the tenant's own workers, the host and Kamaji")
+       for tenant in ("tenant-a", "tenant-b")},
 }
 
 

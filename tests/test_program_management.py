@@ -26,7 +26,7 @@ class TestManagementResources:
         assert "kind delete cluster --name kamaji" in kind.inputs["delete"]
         assert "image: kindest/node:v1.35.0" in kind.inputs["stdin"]
         assert kind.options["deleteBeforeReplace"] is True
-        assert kind.inputs["environment"] == {"KIND_EXPERIMENTAL_DOCKER_NETWORK": "kind"}
+        assert kind.inputs["environment"] == {"KIND_EXPERIMENTAL_DOCKER_NETWORK": "kamaji-hami"}
 
     def test_kind_keeps_its_credentials_out_of_the_users_kubeconfig(self, dev_program):
         kind = dev_program.named("management-kind")
@@ -61,20 +61,31 @@ class TestManagementResources:
         assert values["image"]["tag"] == versions.KAMAJI_IMAGE_TAG
         assert "resources" in values and values["resources"] is None
 
-    def test_metallb_pool_uses_the_range_derived_from_docker(self, dev_program):
+    def test_metallb_pool_takes_the_last_quarter_of_the_platforms_network(self, dev_program):
         pool = dev_program.named("management-metallb-pool")
         assert pool.inputs["apiVersion"] == "metallb.io/v1beta1"
-        assert pool.inputs["spec"]["addresses"] == ["172.18.255.200-172.18.255.250"]
+        assert pool.inputs["spec"]["addresses"] == ["172.30.255.200-172.30.255.250"]
         l2 = dev_program.named("management-metallb-l2")
         assert l2.inputs["spec"]["ipAddressPools"] == [pool.inputs["metadata"]["name"]]
-        assert dev_program.exports["metallbPoolRange"] == "172.18.255.200-172.18.255.250"
+        assert dev_program.exports["metallbPoolRange"] == "172.30.255.200-172.30.255.250"
 
-    def test_configured_range_skips_docker(self, dev_config):
-        dev_config["management"]["metallbAddressRange"] = "172.18.100.10-172.18.100.20"
-        program = run_program(dev_config)
-        assert not [r for r in program.registrations if r.name.endswith("-docker-network")]
-        pool = program.named("management-metallb-pool")
-        assert pool.inputs["spec"]["addresses"] == ["172.18.100.10-172.18.100.20"]
+    def test_a_configured_range_is_used(self, dev_config):
+        dev_config["management"]["metallbAddressRange"] = "172.30.200.10-172.30.200.20"
+        pool = run_program(dev_config).named("management-metallb-pool")
+        assert pool.inputs["spec"]["addresses"] == ["172.30.200.10-172.30.200.20"]
+
+    def test_the_network_comes_first_and_goes_last(self, dev_program):
+        """kind attaches its node to the platform's network, and every worker too (replace_with:
+        a new network, same name, takes them first)."""
+        network = dev_program.named("management-network")
+        kind = dev_program.named("management-kind")
+        assert dev_program.depends_on(kind, network) and network.urn in kind.options["replaceWith"]
+        assert network.options["deleteBeforeReplace"] is True
+        worker = dev_program.named("tenant-a-worker-0")
+        assert dev_program.depends_on(worker, network) and network.urn in worker.options["replaceWith"]
+        layout = "--subnet 172.30.0.0/16 --ip-range 172.30.0.0/18 --gateway 172.30.0.1"
+        assert layout in network.inputs["create"]
+        assert "docker network rm" in network.inputs["delete"]
 
     def test_every_child_is_parented_to_the_component(self, dev_program):
         component = management(dev_program)

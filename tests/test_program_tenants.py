@@ -102,7 +102,7 @@ def test_stack_exports_a_tenants_map_and_secret_kubeconfigs(dev_program):
     assert sorted(tenants) == list(TENANTS)
     assert tenants["tenant-a"]["nodes"] == ["tenant-a-worker-0"]
     assert tenants["tenant-a"]["endpoint"] != tenants["tenant-b"]["endpoint"]
-    assert tenants["tenant-a"]["endpoint"].startswith("https://172.18.255.")
+    assert tenants["tenant-a"]["endpoint"].startswith("https://172.30.255.")
     assert "tenantKubeconfigs" in dev_program.secret_exports
     assert "tenants" not in dev_program.secret_exports
 
@@ -159,10 +159,11 @@ def test_what_would_lose_a_tenants_data_is_protected_and_nothing_else(dev_progra
     """The kind cluster, each control plane, and one guard per create-only setting: the engine
     refuses to replace or delete them, in preview too."""
     protected = sorted(r.name for r in dev_program.registrations if r.options.get("protect"))
-    guards = [f"management-create-only-{k}" for k in ("dockerNetwork", "kamajiEtcdReplicas",
+    guards = [f"management-create-only-{k}" for k in ("dockerNetwork", "dockerSubnet", "kamajiEtcdReplicas",
                                                       "metallbAddressRange", "name", "nodeImage")]
     per_tenant = [f"{t}-{what}" for t in TENANTS
-                  for what in ("control-plane", "create-only-podCidr", "create-only-serviceCidr")]
+                  for what in ("control-plane", "create-only-podCidr", "create-only-serviceCidr",
+                               "create-only-addressBlock")]
     assert protected == sorted([*guards, "management-kind", *per_tenant])
 
 

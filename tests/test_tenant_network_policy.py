@@ -1,9 +1,15 @@
-"""Which flows the tenant NetworkPolicies allow and deny, by a small evaluator."""
+"""Which flows the tenant NetworkPolicies allow and deny, by a small evaluator (tests/netpol_eval.py).
+
+Addresses as kind's enforcer sees them (before masquerade): a worker by its fixed address on the
+platform's network, a pod of a tenant cluster by its worker's (kindnetd masquerades what leaves
+the pod network), the host by the network's gateway.
+"""
 
 from __future__ import annotations
 
 import pytest
 
+from components import docker_network
 from components.config import parse_config
 from components.tenant_network_policy import network_policies
 from tests.netpol_eval import Endpoint, allowed
@@ -14,7 +20,10 @@ pytestmark = pytest.mark.unit
 @pytest.fixture
 def policies(dev_config):
     platform = parse_config(dev_config)
-    return [p for tenant in platform.tenants for p in network_policies(tenant)]
+    return [p for tenant in platform.tenants for p in network_policies(tenant, platform.management)]
+
+
+NET = docker_network.layout("172.30.0.0/16")  # the dev stack's
 
 
 def tcp_pod(tenant: str, ip: str) -> Endpoint:
@@ -23,9 +32,13 @@ def tcp_pod(tenant: str, ip: str) -> Endpoint:
 
 TCP_A = tcp_pod("tenant-a", "10.244.0.21")
 TCP_B = tcp_pod("tenant-b", "10.244.0.22")
-WORKER_A = Endpoint(None, "172.18.0.5")
-KIND_NODE = Endpoint(None, "172.18.0.2")
-NODE_GATEWAY = Endpoint(None, "10.244.0.1")
+WORKER_A = Endpoint(None, NET.worker_address(0, 0))
+LAST_WORKER_A = Endpoint(None, NET.worker_address(0, 98))
+WORKER_B = Endpoint(None, NET.worker_address(1, 0))  # also every pod of tenant B's cluster
+HOST = Endpoint(None, str(NET.gateway))
+KIND_NODE_ROOT = Endpoint(None, "172.30.0.2", node_root=True)   # the kubelet's probes, docker exec
+KIND_NODE_OTHER = Endpoint(None, "172.30.0.2")                   # a non-root hostNetwork pod
+STRAY_CONTAINER = Endpoint(None, "172.30.0.9")                   # anything else on the network
 KAMAJI = Endpoint("kamaji-system", "10.244.0.30", {"app.kubernetes.io/name": "kamaji"})
 ETCD = Endpoint("kamaji-system", "10.244.0.31", {"app.kubernetes.io/name": "kamaji-etcd"})
 COREDNS = Endpoint("kube-system", "10.244.0.3", {"k8s-app": "kube-dns"})
@@ -35,26 +48,31 @@ OTHER_APP = Endpoint("default", "10.244.0.50", {"app": "web"})
 
 
 @pytest.mark.parametrize(("source", "destination", "port", "protocol"), [
-    (WORKER_A, TCP_A, 6443, "TCP"),           # kubelet / kubeadm join to the API
+    (WORKER_A, TCP_A, 6443, "TCP"),           # kubelet, kubeadm join, A's pods through their worker
     (WORKER_A, TCP_A, 8132, "TCP"),           # konnectivity agent
-    (KIND_NODE, TCP_A, 6443, "TCP"),          # LoadBalancer traffic SNATed to the node
-    (NODE_GATEWAY, TCP_A, 6443, "TCP"),       # ... or to the node's pod-network address
-    (KIND_NODE, TCP_A, 10257, "TCP"),         # kubelet probes of controller-manager
+    (LAST_WORKER_A, TCP_A, 6443, "TCP"),      # the 99th worker too
+    (HOST, TCP_A, 6443, "TCP"),               # the host that runs Pulumi
+    (KIND_NODE_ROOT, TCP_A, 10257, "TCP"),    # the kubelet's probes of controller-manager
     (KAMAJI, TCP_A, 6443, "TCP"),             # Kamaji controller
     (TCP_A, ETCD, 2379, "TCP"),               # datastore
     (TCP_A, COREDNS, 53, "UDP"),              # DNS
     (PROBE_A, TCP_A, 6443, "TCP"),            # in-namespace tooling reaches its own plane
+    (WORKER_B, TCP_B, 6443, "TCP"),           # ... and B's own workers B's
 ])
 def test_flows_a_control_plane_needs_are_allowed(policies, source, destination, port, protocol):
     assert allowed(policies, source, destination, port, protocol)
 
 
 @pytest.mark.parametrize(("source", "destination", "port"), [
+    (WORKER_B, TCP_A, 6443),    # tenant B's nodes, and every pod of B's cluster
+    (WORKER_B, TCP_A, 8132),
+    (WORKER_A, TCP_B, 6443),    # ... in either direction
     (TCP_B, TCP_A, 6443),       # another tenant's control plane
     (PROBE_B, TCP_A, 6443),     # any pod in another tenant's namespace
-    (PROBE_B, TCP_A, 8132),
-    (PROBE_A, TCP_B, 6443),     # ... in either direction
+    (PROBE_A, TCP_B, 6443),
     (OTHER_APP, TCP_A, 6443),   # unrelated management workloads
+    (KIND_NODE_OTHER, TCP_A, 6443),  # non-root processes of the kind node
+    (STRAY_CONTAINER, TCP_A, 6443),  # any other container on the network
     (WORKER_A, TCP_A, 2379),    # only the API and tunnel ports are open
     (TCP_A, KAMAJI, 8443),      # control plane egress only to the datastore and DNS
     (TCP_A, Endpoint(None, "1.1.1.1"), 443),
@@ -65,8 +83,8 @@ def test_everything_else_is_denied(policies, source, destination, port):
 
 
 def test_default_deny_selects_every_pod_in_both_directions(dev_config):
-    tenant = parse_config(dev_config).tenants[0]
-    deny = network_policies(tenant)[0]
+    platform = parse_config(dev_config)
+    deny = network_policies(platform.tenants[0], platform.management)[0]
     assert deny["metadata"] == {"name": "default-deny", "namespace": "tenant-a"}
     assert deny["spec"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
 

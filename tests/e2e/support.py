@@ -259,6 +259,7 @@ def gpu_pod(name: str, limits: dict[str, int], scheduler_name: str | None = None
 
 
 PROBE_CONNECT_TIMEOUT = 3
+TIMED_OUT = 124  # coreutils timeout's exit code
 
 
 def probe_pod(name: str, targets: dict[str, str], port: int) -> dict[str, Any]:
@@ -276,6 +277,25 @@ def probe_pod(name: str, targets: dict[str, str], port: int) -> dict[str, Any]:
             "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
                      "containers": [{"name": "probe", "image": PROBE_IMAGE,
                                      "command": ["sh", "-c", script]}]}}
+
+
+HOST_PROBE_TIMEOUT = PROBE_CONNECT_TIMEOUT + 30  # docker exec itself, on a loaded host
+
+
+def host_network_probe(container: str, address: str, port: int) -> str:
+    """A TCP connection from a worker container's own network (its node, as a tenant's
+    privileged pod would use it): `open`, `closed:refused` (answered at once) or
+    `closed:timeout` (dropped), with bash's /dev/tcp and coreutils' timeout, both in kindest/node."""
+    connect = f"exec 3<>/dev/tcp/{address}/{port}"
+    command = ["docker", "exec", container, "timeout", str(PROBE_CONNECT_TIMEOUT), "bash", "-c", connect]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=HOST_PROBE_TIMEOUT, check=False)
+    if result.returncode == 0:
+        return "open"
+    if result.returncode == TIMED_OUT:
+        return "closed:timeout"
+    if "No such container" in result.stderr or "Cannot connect to the Docker daemon" in result.stderr:
+        raise RuntimeError(f"cannot probe from {container}: {result.stderr.strip()}")
+    return "closed:refused"
 
 
 class Timer:

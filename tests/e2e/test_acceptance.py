@@ -13,16 +13,17 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 
 from components.gpu_fit import CARD_INSUFFICIENT_CORE
 from components.hami_render import HAMI_NAMESPACE, SCHEDULER_NAME
-from components.tenantcontrolplane import API_PORT
+from components.tenantcontrolplane import API_PORT, KONNECTIVITY_PORT
 from tests.e2e import cases
 from tests.e2e.cases import NAMESPACE, GpuTenant
 from tests.e2e.conftest import LiveStack
-from tests.e2e.support import REQUEST_TIMEOUT, probe_pod, probe_results, wait_for
+from tests.e2e.support import REQUEST_TIMEOUT, host_network_probe, probe_pod, probe_results, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -131,9 +132,10 @@ def test_tc01_control_planes_ready_kubeconfigs_work_workers_ready(live: LiveStac
         wait_for(f"workers {expected_nodes} of {tenant.name} Ready", ready_nodes, NODE_READY_TIMEOUT)
 
 
-def run_probe(live: LiveStack, namespace: str, targets: dict[str, str]) -> dict[str, str]:
-    api = core(live.management)
-    pod = f"isolation-probe-{int(time.time())}"
+def run_probe(client: Any, namespace: str, targets: dict[str, str]) -> dict[str, str]:
+    """A pod in `namespace` of the cluster behind `client` tries each target's API port."""
+    api = core(client)
+    pod = f"isolation-probe-{int(time.time() * 1000) % 10**8}"
     api.create_namespaced_pod(namespace, probe_pod(pod, targets, API_PORT), _request_timeout=T)
     try:
         wait_for(f"probe {pod} to finish", lambda: api.read_namespaced_pod(
@@ -146,44 +148,56 @@ def run_probe(live: LiveStack, namespace: str, targets: dict[str, str]) -> dict[
 POLICY_DROP = "closed:timeout"
 
 
-def test_tc02_isolation_between_tenants(live: LiveStack):
-    """A's egress and B's ingress each deny on their own (kube-network-policies drops a packet
-    if either side denies it): the probe from A's namespace tests both together, the probe from
-    a namespace without any policy tests B's ingress alone. "Closed" must be a drop (a timeout),
-    the policy's verdict: a refusal would be something else (no endpoint, a reset). And B's
-    control plane must answer its own namespace, or "closed" would prove nothing."""
+def endpoint_address(live: LiveStack, tenant: str) -> str:
+    """The tenant's API address (its MetalLB address), from the stack's `endpoint` output."""
+    return urlparse(live.outputs["tenants"][tenant]["endpoint"]).hostname or ""
+
+
+def test_tc02_isolation_between_tenants(live: LiveStack, namespaces):
+    """Tenant B reaches tenant A's control plane from nowhere B controls, and the other way
+    round: not from a pod of B's cluster, not from B's worker's own network, not from a
+    management namespace; while A's own pod and A's own worker reach it (positive controls, or
+    "closed" would prove nothing). "Closed" must be a drop (a timeout), the policy's verdict: a
+    refusal would be something else (no endpoint, a reset). kube-network-policies drops a packet
+    if either side denies it: the probe from a management namespace without any policy tests
+    the target's ingress alone."""
     tenants = [t.name for t in live.platform.tenants]
     if len(tenants) < 2:
         pytest.fail("isolation needs at least two tenants in the stack", pytrace=False)
     for name in tenants:
         listed = {n.metadata.name for n in core(live.tenants[name]).list_node(_request_timeout=T).items}
         assert listed == set(live.outputs["tenants"][name]["nodes"]), f"{name} sees {listed}"
+    first, second = tenants[0], tenants[1]
+    seen: dict[str, Any] = {}
+    for own, other in ((first, second), (second, first)):
+        mine, theirs = endpoint_address(live, own), endpoint_address(live, other)
+        from_pod = run_probe(namespaces[own], NAMESPACE, {"own": mine, "other": theirs})
+        assert from_pod.get("own") == "open", f"a pod of {own} cannot reach its own control plane: {from_pod}"
+        assert from_pod.get("other") == POLICY_DROP, f"a pod of {own} -> {other}'s control plane: {from_pod}"
+        worker = live.outputs["tenants"][own]["nodes"][0]
+        for port in (API_PORT, KONNECTIVITY_PORT):
+            assert host_network_probe(worker, mine, port) == "open", f"{worker} -> its own {mine}:{port}"
+            reached = host_network_probe(worker, theirs, port)
+            assert reached == POLICY_DROP, f"{worker} (host network) -> {other}'s {theirs}:{port}: {reached}"
+        seen[f"{own} -> {other}"] = {"pod": from_pod, "worker": "dropped"}
 
-    own, other = tenants[0], tenants[1]
     api = core(live.management)
-    other_service = api.read_namespaced_service(other, other, _request_timeout=T)
-    targets = {"own": api.read_namespaced_service(own, own, _request_timeout=T).spec.cluster_ip,
-               "other": other_service.spec.cluster_ip}
-    ingress = other_service.status.load_balancer.ingress or []
-    if ingress:
-        targets["other-lb"] = ingress[0].ip
-    from_own = run_probe(live, own, targets)
+    other_service = api.read_namespaced_service(second, second, _request_timeout=T)
+    targets = {"own": api.read_namespaced_service(first, first, _request_timeout=T).spec.cluster_ip,
+               "other": other_service.spec.cluster_ip, "other-lb": endpoint_address(live, second)}
+    from_own = run_probe(live.management, first, targets)
     assert from_own.get("own") == "open", f"the probe cannot reach its own control plane: {from_own}"
-    from_other = run_probe(live, other, {"other": targets["other"]})
-    assert from_other.get("other") == "open", f"{other}'s control plane does not answer its own namespace"
     for label in ("other", "other-lb"):
-        if label in targets:
-            assert from_own.get(label) == POLICY_DROP, f"{own} -> {other} ({label}): {from_own}"
-
+        assert from_own.get(label) == POLICY_DROP, f"{first}'s namespace -> {second} ({label}): {from_own}"
     fresh_namespace(live.management, UNPOLICED_NAMESPACE)
     try:
-        unpoliced = run_probe(live, UNPOLICED_NAMESPACE, {"other": targets["other"]})
+        unpoliced = run_probe(live.management, UNPOLICED_NAMESPACE, {"other": targets["other"]})
     finally:
         _delete_namespace(live.management, UNPOLICED_NAMESPACE)
     assert unpoliced.get("other") == POLICY_DROP, \
-        f"from a namespace with no policy, {other}'s control plane answered {unpoliced}: " \
+        f"from a namespace with no policy, {second}'s control plane answered {unpoliced}: " \
         "its ingress does not deny"
-    print(f"[tc02] from {own}: {from_own}; from an unpoliced namespace: {unpoliced}")
+    print(f"[tc02] tenants: {seen}; from {first}'s namespace: {from_own}; unpoliced: {unpoliced}")
 
 
 def test_tc04_gpu_pod_without_scheduler_name_is_mutated(gpu_a: GpuTenant):

@@ -1,10 +1,10 @@
 """The full lifecycle on a throwaway stack: up, the cases, a no-op preview, destroy, nothing left.
 
 Runs only with E2E_LIFECYCLE=1 (`make e2e-lifecycle`): it creates and destroys a
-whole platform (20-40 minutes). The stack gets its own kind cluster and its own
-tenant names (so its worker containers never share a name with another stack's);
-it still shares the `kind` Docker network, so with the dev stack up set
-E2E_METALLB_RANGE to a free range of it.
+whole platform (20-40 minutes). The stack gets its own kind cluster, its own tenant
+names (so its worker containers never share a name with another stack's) and its own
+Docker network and subnet (E2E_DOCKER_SUBNET, default 172.29.0.0/16), so its MetalLB
+announces on a bridge of its own, beside a running dev stack.
 """
 
 from __future__ import annotations
@@ -35,17 +35,19 @@ pytestmark = pytest.mark.e2e
 
 CASES_TIMEOUT = 45 * 60
 TENANT_NAME_LIMIT = 40
+LIFECYCLE_SUBNET = "172.29.0.0/16"  # beside the dev stack's 172.30.0.0/16
 
 
 def lifecycle_config(stack: str) -> dict[str, Any]:
-    """The dev stack's config with a cluster and tenant names of its own (and, if given, its
-    own MetalLB range): nothing it creates on the host can collide with the dev stack's."""
+    """The dev stack's config with a cluster, tenant names and a Docker network of its own:
+    nothing it creates on the host can collide with the dev stack's."""
     document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
     config = document["config"]
     management = dict(config.get(f"{PROJECT}:management") or {})
     management["name"] = stack
-    if os.environ.get("E2E_METALLB_RANGE"):
-        management["metallbAddressRange"] = os.environ["E2E_METALLB_RANGE"]
+    management["dockerNetwork"] = stack
+    management["dockerSubnet"] = os.environ.get("E2E_DOCKER_SUBNET", LIFECYCLE_SUBNET)
+    management.pop("metallbAddressRange", None)  # the default of its own subnet
     config[f"{PROJECT}:management"] = management
     tenants = [dict(t) for t in config[f"{PROJECT}:tenants"]]
     for tenant in tenants:
