@@ -8,6 +8,7 @@ containers, and the tenant's CNI (kindnet) and kube-proxy.
 from __future__ import annotations
 
 import base64
+import os
 from urllib.parse import urlparse
 
 import pulumi
@@ -15,7 +16,7 @@ import pulumi_kubernetes as kubernetes
 import yaml
 from pulumi_command import local
 
-from components import node_join, readiness, tenant_addons
+from components import docker_host, node_join, readiness, tenant_addons
 from components import tenantcontrolplane as tcp_render
 from components.config import ManagementConfig, TenantConfig
 from components.create_only import create_only_guards
@@ -130,7 +131,8 @@ class KamajiTenant(pulumi.ComponentResource):
             # replaces workers (version, spec, control plane) rolls through them and the
             # tenant keeps its other nodes meanwhile.
             self.workers.append(self._worker(node_join.Worker(tenant, index, management_config),
-                                             previous=self.workers[-1:], network=management.network))
+                                             previous=self.workers[-1:], network=management.network,
+                                             host_flags=management.host_flags))
         # Everything inside the tenant goes with its control plane (its API and datastore).
         self.on_tenant = pulumi.ResourceOptions(parent=self, provider=self.provider,
                                                 deleted_with=self.control_plane)
@@ -190,13 +192,14 @@ class KamajiTenant(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self))
 
     def _worker(self, worker: node_join.Worker, previous: list[local.Command],
-                network: local.Command) -> local.Command:
+                network: local.Command, host_flags: pulumi.Input[str]) -> local.Command:
         return local.Command(
             worker.name,
             create=node_join.create_script(worker),
             delete=node_join.delete_script(worker),
             interpreter=["/bin/bash", "-c"],
-            environment={node_join.KUBECONFIG_ENV: self.kubeconfig},
+            environment={node_join.KUBECONFIG_ENV: self.kubeconfig,
+                         docker_host.HOST_FLAGS_ENV: host_flags},
             # stdout and stderr carry only redacted text; stdout is secret anyway.
             logging=local.Logging.STDERR,
             # A new control plane (new UID, new CA) replaces the worker: it joins
@@ -204,7 +207,9 @@ class KamajiTenant(pulumi.ComponentResource):
             # A changed container specification (flags, image, network) replaces it too:
             # for a joined worker the create script alone changes nothing.
             triggers=[worker.name, worker.image, worker.management.docker_network,
-                      self.control_plane_uid, node_join.container_spec_hash(worker)],
+                      self.control_plane_uid,
+                      node_join.container_spec_hash(worker, docker_host.proxy_digest(os.environ)),
+                      host_flags],
             opts=pulumi.ResourceOptions(
                 parent=self, delete_before_replace=True,
                 additional_secret_outputs=["stdout"],

@@ -6,7 +6,7 @@ import pulumi
 import pulumi_kubernetes as kubernetes
 from pulumi_command import local
 
-from components import docker_network, readiness, versions
+from components import docker_host, docker_network, readiness, versions
 from components import management_render as render
 from components.config import ManagementConfig
 from components.create_only import create_only_guards
@@ -41,6 +41,8 @@ class ManagementCluster(pulumi.ComponentResource):
     """The Kubernetes provider every management-cluster resource uses."""
     pool_range: pulumi.Output[str]
     """The MetalLB address range LoadBalancer services (tenant API servers) draw from."""
+    host_flags: pulumi.Output[str]
+    """The `docker run` flags this Docker host needs for a kind node (kind's own detection)."""
 
     def __init__(self, name: str, management: ManagementConfig,
                  opts: pulumi.ResourceOptions | None = None) -> None:
@@ -108,6 +110,14 @@ class ManagementCluster(pulumi.ComponentResource):
             "metallb", versions.METALLB_CHART, render.METALLB_NAMESPACE,
             render.metallb_values(), on_cluster)
         self.pool_range = pulumi.Output.from_input(management.pool_range)
+        # What kind adds to its nodes on some hosts, read once per kind cluster, as kind reads it
+        # for its own node: the workers start with the same (components/docker_host.py).
+        host_check = local.Command(
+            f"{name}-docker-host",
+            create=docker_host.host_flags_script(),
+            triggers=[self.cluster.id],
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.cluster])))
+        self.host_flags = host_check.stdout
         self.pool = kubernetes.apiextensions.CustomResource(
             f"{name}-metallb-pool",
             api_version=render.METALLB_API_VERSION,

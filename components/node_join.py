@@ -14,7 +14,7 @@ import hashlib
 import shlex
 from dataclasses import dataclass
 
-from components import docker_network, versions
+from components import docker_host, docker_network, versions
 from components.config import ManagementConfig, TenantConfig
 
 KUBECONFIG_ENV = "TENANT_KUBECONFIG"
@@ -36,8 +36,8 @@ JOINED_KUBELET_CONFIG = "/etc/kubernetes/kubelet.conf"
 NODE_CA_CERT = "/etc/kubernetes/pki/ca.crt"
 PLATFORM_LABEL = "io.kamaji-hami-platform/cluster"
 TENANT_LABEL = "io.kamaji-hami-platform/tenant"
-# `docker inspect --format` of the owning cluster's label, shell-quoted.
-OWNER_FORMAT = shlex.quote(f'{{{{ index .Config.Labels "{PLATFORM_LABEL}" }}}}')
+# `docker container inspect --format` of the owning cluster's label and whether it runs.
+_STATE_FORMAT = shlex.quote(f'{{{{ index .Config.Labels "{PLATFORM_LABEL}" }}}}|{{{{ .State.Running }}}}')
 # Bootstrap tokens look like abcdef.0123456789abcdef; discovery hashes like sha256:<64 hex>.
 REDACT_SED = (r"sed -E 's/[a-z0-9]{6}\.[a-z0-9]{16}/<redacted-token>/g; "
               r"s/sha256:[a-f0-9]{64}/sha256:<redacted>/g'")
@@ -67,7 +67,9 @@ class Worker:
 
 
 def docker_run_args(worker: Worker) -> list[str]:
-    """The container specification: the flags kind itself starts a node with, our labels, the image."""
+    """The container specification: the flags kind starts every node with (kind v0.31.0
+    provision.go `commonArgs`, `runArgsForNode`), its fixed address, our labels, the image.
+    What kind adds only on some hosts comes at create time (components/docker_host.py)."""
     return [
         "-d", "--name", worker.name, "--hostname", worker.name,
         "--network", worker.management.docker_network, "--ip", worker.address,
@@ -80,10 +82,13 @@ def docker_run_args(worker: Worker) -> list[str]:
     ]
 
 
-def container_spec_hash(worker: Worker) -> str:
-    """Changes exactly when the container would be started differently: a worker trigger, so a
-    changed specification replaces running workers (create alone is a no-op for a joined one)."""
-    return hashlib.sha256("\0".join(docker_run_args(worker)).encode()).hexdigest()[:16]
+def container_spec_hash(worker: Worker, proxies: str = "") -> str:
+    """Changes exactly when the container would be started differently (its flags, the proxies
+    it would get, as `docker_host.proxy_digest`): a worker trigger, so a changed specification
+    replaces running workers (create alone is a no-op for a joined one). The host's own flags
+    are a trigger of their own (an output of the host check)."""
+    spec = [*docker_run_args(worker), *([proxies] if proxies else [])]
+    return hashlib.sha256("\0".join(spec).encode()).hexdigest()[:16]
 
 
 def image_pull_script(image: str) -> str:
@@ -118,6 +123,40 @@ echo "node {node} is Ready"
 """
 
 
+# What a join reads, from the four steps Kamaji starts at once for a tenant (clastix/kamaji
+# 26.8.2-edge controllers/soot/manager.go, internal/resources/kubeadm_phases.go): the kubeadm
+# and kubelet configuration uploads (kubeadm phases/uploadconfig, Kamaji internal/kubeadm/
+# uploadconfig.go: each a ConfigMap, then its RoleBinding) and the bootstrap-token phase
+# (internal/kubeadm/bootstraptoken.go: its ClusterRoleBindings, then cluster-info and its
+# RoleBinding last). The fourth, the admin binding, is what `<tenant>-admin-access` waits for.
+KAMAJI_JOIN_SETUP = {
+    "kube-system": ("configmap/kubeadm-config", "rolebinding/kubeadm:nodes-kubeadm-config",
+                    "configmap/kubelet-config", "rolebinding/kubeadm:kubelet-config"),
+    "kube-public": ("configmap/cluster-info", "rolebinding/kubeadm:bootstrap-signer-clusterinfo"),
+    "": ("clusterrolebinding/kubeadm:get-nodes", "clusterrolebinding/kubeadm:kubelet-bootstrap",
+         "clusterrolebinding/kubeadm:node-autoapprove-bootstrap",
+         "clusterrolebinding/kubeadm:node-autoapprove-certificate-rotation"),
+}
+KAMAJI_SETUP_WAIT = (60, 2)
+
+
+def _kamaji_setup_wait(kc: str) -> str:
+    """Wait until everything a join reads exists, or fail naming what is missing."""
+    attempts, interval = KAMAJI_SETUP_WAIT
+    gets = " && ".join(
+        f"kubectl --kubeconfig {kc}{f' -n {namespace}' if namespace else ''} get {' '.join(objects)} -o name"
+        for namespace, objects in KAMAJI_JOIN_SETUP.items())
+    return f"""setup_missing=""
+for attempt in $(seq 1 {attempts}); do
+  if setup_missing=$( {{ {gets}; }} 2>&1 >/dev/null); then break; fi
+  sleep {interval}
+done
+if [ -n "$setup_missing" ]; then
+  echo "Kamaji has not set the tenant up for joins within {attempts * interval}s: $setup_missing"; exit 1
+fi
+"""
+
+
 def _inner_join_script(node: str, kubeconfig: str = CONTAINER_KUBECONFIG) -> str:
     """Runs inside the container: mint a short-lived token, join, delete the token, wait for Ready.
 
@@ -128,7 +167,7 @@ def _inner_join_script(node: str, kubeconfig: str = CONTAINER_KUBECONFIG) -> str
     err = f"{kc}.err"
     return f"""set -u
 trap 'rm -f {kc} {err}' EXIT
-join=""
+""" + _kamaji_setup_wait(kc) + f"""join=""
 for attempt in $(seq 1 30); do
   # Kamaji sets up the bootstrap RBAC a moment after the TCP is Ready.
   if join=$(kubeadm token create --kubeconfig {kc} --ttl {BOOTSTRAP_TOKEN_TTL} \\
@@ -146,16 +185,50 @@ echo "joined {node}"
 """ + _node_ready_wait(node, kc)
 
 
-def create_script(worker: Worker) -> str:
-    """Start the container (if absent) and join it (if not joined to this tenant). Safe to run twice.
+def _container_lookup(cluster: str) -> str:
+    """Shell that sets $owner and $running ("absent", "true" or "false") for container $name.
+    Only Docker's "No such container" means absent; any other failure stops the script
+    (`docker container inspect`: a plain inspect also matches images, volumes, networks)."""
+    return f"""lookup() {{
+  if info=$(docker container inspect --format {_STATE_FORMAT} "$name" 2>&1); then
+    owner=${{info%|*}}; running=${{info##*|}}
+  else
+    case "$info" in
+      *"No such container"*) owner=""; running=absent ;;
+      *) echo "worker $name: cannot inspect its container (is Docker running?): $info" >&2; exit 1 ;;
+    esac
+  fi
+  if [ "$running" != absent ] && [ "$owner" != {shlex.quote(cluster)} ]; then
+    foreign=1
+  else
+    foreign=""
+  fi
+}}
+"""
 
-    The `docker run` flags are the ones kind itself starts a node with. A
-    container already joined to another control plane (its CA is not this
-    tenant's: the TCP was recreated) is reset with `kubeadm reset -f` and joined again.
+
+def no_proxy_extra(worker: Worker) -> list[str]:
+    """What a worker must reach without a proxy, as kind adds for its nodes (its networks, its
+    node names, the in-cluster DNS suffixes): the tenant's pod and service CIDRs, the platform's
+    Docker network (API endpoint, other nodes), the tenant's worker names."""
+    return [worker.tenant.service_cidr, worker.tenant.pod_cidr, worker.management.docker_subnet,
+            *worker.tenant.worker_names(), ".svc", ".svc.cluster", ".svc.cluster.local"]
+
+
+def create_script(worker: Worker) -> str:
+    """Start the container (if absent, or started if stopped) and join it (if not joined to this
+    tenant's control plane). Safe to run twice.
+
+    The `docker run` flags are kind's own for its nodes (provision.go `commonArgs`,
+    `runArgsForNode`), including what kind adds on some hosts ($KHP_HOST_FLAGS from the
+    management cluster's host check, proxies by name: components/docker_host.py), plus the
+    fixed address and our labels. A container joined to another control plane (its CA is not
+    this tenant's: the TCP was recreated) is removed and created again, so no CNI config or
+    iptables rule of the old cluster is left on it (`kubeadm reset` would leave them).
     """
     name = shlex.quote(worker.name)
-    cluster = shlex.quote(worker.management.name)
     inner = shlex.quote(_inner_join_script(worker.name))
+    run_args = " ".join(shlex.quote(arg) for arg in docker_run_args(worker)[:-1])
     return f"""set -eu
 name={name}
 fail() {{
@@ -163,24 +236,32 @@ fail() {{
   docker rm -f -v "$name" >/dev/null 2>&1 || true
   exit 1
 }}
-if docker inspect "$name" >/dev/null 2>&1; then
+{_container_lookup(worker.management.name)}{docker_host.proxy_script(no_proxy_extra(worker))}\
+run_container() {{
+  # shellcheck disable=SC2086 # flags, split on purpose
+  docker run {run_args} $proxy_flags ${{{docker_host.HOST_FLAGS_ENV}:-}} \\
+    {shlex.quote(worker.image)} >/dev/null || fail "docker run failed"
+}}
+wait_containerd() {{
+  for attempt in $(seq 1 60); do
+    if docker exec "$name" systemctl is-active --quiet containerd 2>/dev/null; then return 0; fi
+    sleep 2
+  done
+  fail "containerd did not start in the container within 120s"
+}}
+lookup
+if [ -n "$foreign" ]; then
   # Never adopt (or, on failure, remove) a container another stack's kind cluster owns.
-  owner=$(docker inspect --format {OWNER_FORMAT} "$name" 2>/dev/null || true)
-  if [ "$owner" != {cluster} ]; then
-    echo "worker $name: a container of that name belongs to kind cluster '$owner'," \\
-      "not {worker.management.name}; two stacks on one host need different tenant names" >&2
-    exit 1
-  fi
-else
-  docker run {" ".join(shlex.quote(arg) for arg in docker_run_args(worker))} \\
-    >/dev/null || fail "docker run failed"
+  echo "worker $name: a container of that name belongs to kind cluster '$owner'," \\
+    "not {worker.management.name}; two stacks on one host need different tenant names" >&2
+  exit 1
 fi
-ready=""
-for attempt in $(seq 1 60); do
-  if docker exec "$name" systemctl is-active --quiet containerd 2>/dev/null; then ready=1; break; fi
-  sleep 2
-done
-[ -n "$ready" ] || fail "containerd did not start in the container within 120s"
+case "$running" in
+  absent) run_container ;;
+  false) echo "worker $name was stopped; starting it"
+         docker start "$name" >/dev/null || fail "docker start failed" ;;
+esac
+wait_containerd
 if docker exec "$name" test -f {JOINED_KUBELET_CONFIG}; then
   # The tenant's CA, as PEM without line breaks, from its kubeconfig and from the node.
   want=$(printf '%s\\n' "${KUBECONFIG_ENV}" | sed -n 's/^ *certificate-authority-data: *//p' \\
@@ -190,8 +271,10 @@ if docker exec "$name" test -f {JOINED_KUBELET_CONFIG}; then
   if [ -z "$want" ] || [ "$want" = "$have" ]; then
     echo "worker $name already joined"; exit 0
   fi
-  echo "worker $name was joined to another control plane of tenant {worker.tenant.name}; resetting it"
-  docker exec "$name" kubeadm reset -f >/dev/null 2>&1 || fail "kubeadm reset failed"
+  echo "worker $name was joined to another control plane of tenant {worker.tenant.name}; creating it again"
+  docker rm -f -v "$name" >/dev/null || fail "docker rm failed"
+  run_container
+  wait_containerd
 fi
 docker exec "$name" modprobe br_netfilter >/dev/null 2>&1 || true
 printf '%s' "${KUBECONFIG_ENV}" | docker exec -i "$name" \\
@@ -247,39 +330,43 @@ def delete_script(worker: Worker) -> str:
     name = shlex.quote(worker.name)
     kc = "/tmp/tenant-admin.conf"
     inner = shlex.quote(_inner_delete_script(worker.name, kc))
-    cluster = shlex.quote(worker.management.name)
-    return f"""set -u
+    return f"""set -eu
 name={name}
-if docker inspect "$name" >/dev/null 2>&1; then
-  owner=$(docker inspect --format {OWNER_FORMAT} "$name" 2>/dev/null || true)
-  if [ "$owner" != {cluster} ]; then
-    echo "warning: container $name belongs to kind cluster '$owner'," \\
-      "not {worker.management.name}: left alone" >&2
-    exit 0
-  fi
-  drain=drain
-  [ "${{{SKIP_DRAIN_ENV}:-}}" = 1 ] && drain=no-drain
-  status={API_UNREACHABLE}
-  if printf '%s' "${KUBECONFIG_ENV}" | docker exec -i "$name" sh -c 'umask 077; cat > {kc}'; then
-    output=$(docker exec "$name" bash -c {inner} bash "$drain" 2>&1) && status=0 || status=$?
-  else
-    output="cannot reach the container"
-  fi
-  case "$status" in
-    {REMOVED}) printf '%s\\n' "$output" | {REDACT_SED} ;;
-    {DRAIN_FAILED})
-      printf 'worker %s: the drain failed, so the node and its container are kept:\\n%s\\n' \\
-        "$name" "$output" | {REDACT_SED} >&2
-      echo "Resolve what blocks the eviction (kubectl get pdb -A in the tenant) and run again, or" \\
-        "remove the worker without a drain: {SKIP_DRAIN_ENV}=1 (its pods are deleted with it)." >&2
-      exit 1 ;;
-    *) printf 'warning: could not remove node %s from tenant %s (API unreachable?): %s\\n' \\
-         "$name" {shlex.quote(worker.tenant.name)} "$output" | {REDACT_SED} >&2 ;;
-  esac
-  # -v: also the container's anonymous /var volume (images, kubelet data), as kind does.
-  docker rm -f -v "$name" >/dev/null
-  echo "container $name removed"
-else
-  echo "container $name is already gone"
+{_container_lookup(worker.management.name)}lookup
+if [ "$running" = absent ]; then
+  echo "container $name is already gone"; exit 0
 fi
+if [ -n "$foreign" ]; then
+  echo "warning: container $name belongs to kind cluster '$owner'," \\
+    "not {worker.management.name}: left alone" >&2
+  exit 0
+fi
+drain=drain
+[ "${{{SKIP_DRAIN_ENV}:-}}" = 1 ] && drain=no-drain
+status={API_UNREACHABLE}
+output="the container is stopped and does not start"
+if [ "$running" = false ] && docker start "$name" >/dev/null 2>&1; then
+  running=true  # only for kubectl, which needs neither containerd nor the kubelet
+fi
+if [ "$running" = true ] \\
+    && printf '%s' "${KUBECONFIG_ENV}" | docker exec -i "$name" sh -c 'umask 077; cat > {kc}'; then
+  output=$(docker exec "$name" bash -c {inner} bash "$drain" 2>&1) && status=0 || status=$?
+fi
+case "$status" in
+  {REMOVED}) printf '%s\\n' "$output" | {REDACT_SED} ;;
+  {DRAIN_FAILED})
+    printf 'worker %s: the drain failed, so the node and its container are kept:\\n%s\\n' \\
+      "$name" "$output" | {REDACT_SED} >&2
+    echo "Resolve what blocks the eviction (kubectl get pdb -A in the tenant) and run again, or" \\
+      "remove the worker without a drain: {SKIP_DRAIN_ENV}=1 (its pods are deleted with it)." >&2
+    exit 1 ;;
+  *) printf 'warning: could not remove node %s from tenant %s (API unreachable?): %s\\n' \\
+       "$name" {shlex.quote(worker.tenant.name)} "$output" | {REDACT_SED} >&2 ;;
+esac
+# -v: also the container's anonymous /var volume (images, kubelet data), as kind does. A
+# failure here fails the delete: the state keeps the container, which kind never removes.
+if ! out=$(docker rm -f -v "$name" 2>&1); then
+  echo "worker $name: docker rm failed, the container is still there: $out" >&2; exit 1
+fi
+echo "container $name removed"
 """

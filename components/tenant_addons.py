@@ -83,11 +83,11 @@ def kindnet_objects(tenant: TenantConfig, endpoint: str) -> list[dict[str, Any]]
             {"name": "xtables-lock", "mountPath": "/run/xtables.lock", "readOnly": False},
             {"name": "lib-modules", "mountPath": "/lib/modules", "readOnly": True},
         ],
-        # kind's manifest (v0.31.0 pkg/build/nodeimage/const_cni.go) without the
-        # 50Mi memory limit, which OOM-killed kindnetd on busy nodes and was
-        # dropped upstream after kubernetes-sigs/kind#4215.
-        "resources": {"requests": {"cpu": "100m", "memory": "50Mi"},
-                      "limits": {"cpu": "100m"}},
+        # kind's manifest (v0.31.0 pkg/build/nodeimage/const_cni.go) without limits, as kind
+        # since: the memory limit OOM-killed kindnetd on busy nodes (kubernetes-sigs/kind#4215),
+        # and the CPU limit throttled it (kind 52e59600), while new connections pass through
+        # kindnetd in user space for network policy.
+        "resources": {"requests": {"cpu": "100m", "memory": "50Mi"}},
         "securityContext": {"privileged": False, "capabilities": {"add": ["NET_RAW", "NET_ADMIN"]}},
     }
     return [

@@ -7,6 +7,7 @@ api/v1alpha1/tenantcontrolplane_types.go, charts/kamaji/crds/).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from components import names
@@ -19,7 +20,10 @@ DATASTORE = "default"
 API_PORT = 6443
 KONNECTIVITY_PORT = 8132
 READY_JSONPATH = "{.status.kubernetesResources.version.status}"
-WAIT_FOR = f"jsonpath={READY_JSONPATH}=Ready"
+# Kamaji writes the running version only when the control plane is Ready at the spec's version
+# (26.8.2-edge internal/resources/k8s_deployment_resource.go UpdateTenantControlPlaneStatus):
+# without it, an upgrade's update would be "Ready" with the old version still running.
+VERSION_JSONPATH = "{.status.kubernetesResources.version.version}"
 READY_TIMEOUT_MINUTES = 15
 
 # The CRD's default `admissionControllers`; setting the field replaces it, so
@@ -74,6 +78,13 @@ def admin_kubeconfig_secret(tenant: TenantConfig) -> str:
     return names.admin_kubeconfig_secret(tenant.name)
 
 
+def wait_for(tenant: TenantConfig) -> str:
+    """`pulumi.com/waitFor`: Ready at the tenant's version. A JSON array, which pulumi-kubernetes
+    awaits as all of its conditions (v4.32.0 provider/pkg/metadata/overrides.go ReadyCondition)."""
+    return json.dumps([f"jsonpath={READY_JSONPATH}=Ready",
+                       f"jsonpath={VERSION_JSONPATH}={tenant.kubernetes_version}"])
+
+
 def tenant_control_plane(tenant: TenantConfig) -> dict[str, Any]:
     """The whole TenantControlPlane object for one tenant."""
     return {
@@ -82,7 +93,7 @@ def tenant_control_plane(tenant: TenantConfig) -> dict[str, Any]:
         "metadata": {
             "name": tenant.name,
             "namespace": tenant.namespace,
-            "annotations": {"pulumi.com/waitFor": WAIT_FOR},
+            "annotations": {"pulumi.com/waitFor": wait_for(tenant)},
         },
         "spec": {
             "dataStore": DATASTORE,

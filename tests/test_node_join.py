@@ -104,7 +104,7 @@ class TestOtherStacksContainers:
         assert result.returncode == 0
         assert "left alone" in result.stderr
         assert (foreign / "containers" / "tenant-a-worker-0").exists()
-        assert [c.split()[0] for c in calls(foreign)[before:]] == ["inspect", "inspect"]
+        assert [" ".join(c.split()[:2]) for c in calls(foreign)[before:]] == ["container inspect"]
 
 
 def kubeconfig_with_ca(pem: str) -> str:
@@ -122,14 +122,18 @@ class TestReplacedControlPlane:
     """A recreated TenantControlPlane has a new CA: its workers must join it, not stay
     "already joined" to the old one; workers of an unchanged control plane stay put."""
 
-    def test_worker_joined_to_another_control_plane_is_reset_and_joins_again(self, worker, tmp_path):
+    def test_worker_joined_to_another_control_plane_is_created_again_and_joins(self, worker, tmp_path):
+        """Created again, not `kubeadm reset`: a reset leaves the old cluster's CNI config and
+        iptables rules on the node."""
         assert run(node_join.create_script(worker), tmp_path,
                    **{node_join.KUBECONFIG_ENV: kubeconfig_with_ca(CA_A)}).returncode == 0
         result = run(node_join.create_script(worker), tmp_path,
                      **{node_join.KUBECONFIG_ENV: kubeconfig_with_ca(CA_B)})
         assert result.returncode == 0, result.stderr
-        assert "exec tenant-a-worker-0 kubeadm reset -f" in calls(tmp_path)
-        assert "joined tenant-a-worker-0" in result.stdout
+        assert "creating it again" in result.stdout and "joined tenant-a-worker-0" in result.stdout
+        assert "rm -f -v tenant-a-worker-0" in calls(tmp_path)
+        assert sum(c.startswith("run ") for c in calls(tmp_path)) == 2
+        assert not any("reset" in c for c in calls(tmp_path))
         assert (tmp_path / "ca" / "tenant-a-worker-0").read_text() == CA_B
 
     def test_worker_of_the_same_control_plane_is_left_alone(self, worker, tmp_path):
@@ -233,3 +237,58 @@ def test_scripts_hold_no_secret_only_the_variable_name(worker):
     for script in (node_join.create_script(worker), node_join.delete_script(worker)):
         assert f"${node_join.KUBECONFIG_ENV}" in script
         assert "set -x" not in script
+
+
+class TestDockerHostAndState:
+    def test_a_stopped_worker_is_started_not_thrown_away(self, worker, tmp_path):
+        assert run(node_join.create_script(worker), tmp_path).returncode == 0
+        (tmp_path / "containers" / "tenant-a-worker-0.stopped").touch()
+        result = run(node_join.create_script(worker), tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert "was stopped; starting it" in result.stdout and "already joined" in result.stdout
+        assert "start tenant-a-worker-0" in calls(tmp_path)
+        assert sum(c.startswith("run ") for c in calls(tmp_path)) == 1
+
+    @pytest.mark.parametrize("script", [node_join.create_script, node_join.delete_script])
+    def test_a_docker_that_does_not_answer_is_an_error_not_absent(self, worker, tmp_path, script):
+        result = run(script(worker), tmp_path, FAKE_DOCKER_DOWN="1")
+        assert result.returncode == 1 and "is Docker running?" in result.stderr
+        assert "already gone" not in result.stdout
+
+    def test_a_failed_docker_rm_fails_the_delete(self, worker, tmp_path):
+        """Pulumi would otherwise forget a container that keeps running, which kind never removes."""
+        assert run(node_join.create_script(worker), tmp_path).returncode == 0
+        result = run(node_join.delete_script(worker), tmp_path, FAKE_RM_FAIL="1")
+        assert result.returncode == 1 and "docker rm failed" in result.stderr
+        assert (tmp_path / "containers" / "tenant-a-worker-0").exists()
+
+    def test_a_stopped_worker_is_started_for_its_removal_from_the_tenant(self, worker, tmp_path):
+        assert run(node_join.create_script(worker), tmp_path).returncode == 0
+        (tmp_path / "containers" / "tenant-a-worker-0.stopped").touch()
+        result = run(node_join.delete_script(worker), tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert not (tmp_path / "nodes" / "tenant-a-worker-0").exists(), "deleted from the tenant"
+
+    def test_the_hosts_flags_and_proxies_reach_docker_run_the_proxies_by_name_only(self, worker, tmp_path):
+        result = run(node_join.create_script(worker), tmp_path,
+                     KHP_HOST_FLAGS="--volume /dev/mapper:/dev/mapper --userns=host",
+                     https_proxy="http://user:s3cret@proxy:3128", NO_PROXY="corp.example")
+        assert result.returncode == 0, result.stderr
+        (docker_run,) = [c for c in calls(tmp_path) if c.startswith("run ")]
+        assert "--volume /dev/mapper:/dev/mapper --userns=host" in docker_run
+        assert "-e HTTPS_PROXY" in docker_run and "-e no_proxy" in docker_run
+        assert "s3cret" not in docker_run, "a proxy's credentials never on a command line"
+
+    def test_the_join_waits_for_everything_kamaji_sets_up_for_it(self, worker, tmp_path, monkeypatch):
+        """Kamaji starts its four setup steps at once: the join waits until what it reads exists."""
+        result = run(node_join.create_script(worker), tmp_path, FAKE_KAMAJI_SETUP_WAITS="2")
+        assert result.returncode == 0, result.stderr
+        checks = [c for c in calls(tmp_path) if c.startswith("kubectl") and "clusterrolebinding/" in c]
+        assert checks, "the setup was checked"
+        first_join = next(i for i, c in enumerate(calls(tmp_path)) if c.startswith("kubeadm join"))
+        assert all(calls(tmp_path).index(c) < first_join for c in checks)
+        monkeypatch.setattr(node_join, "KAMAJI_SETUP_WAIT", (2, 0))
+        stuck = run(node_join.create_script(worker), tmp_path / "stuck", FAKE_KAMAJI_SETUP_WAITS="9")
+        assert stuck.returncode == 1
+        assert "Kamaji has not set the tenant up for joins within 0s" in stuck.stderr
+        assert 'configmaps "kubelet-config" not found' in stuck.stderr

@@ -158,7 +158,9 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
     **{f"{tenant}-worker-0": ("create,delete,environment,triggers", f"{_WORKER}; {_SECRET}; {_NETWORK}")
        for tenant in ("tenant-a", "tenant-b")},
     **{f"{tenant}-admin-access": ("environment", _SECRET) for tenant in ("tenant-a", "tenant-b")},
-    **{f"{tenant}-kindnet-daemonset-kube-system-kindnet": ("spec", _LEAVES)
+    **{f"{tenant}-kindnet-daemonset-kube-system-kindnet": ("spec", f"{_LEAVES}; issue 18: no CPU limit")
+       for tenant in ("tenant-a", "tenant-b")},
+    **{f"{tenant}-control-plane": ("metadata", "issue 18: Ready at the tenant's version")
        for tenant in ("tenant-a", "tenant-b")},
     **{f"{tenant}-kube-proxy-daemonset-kube-system-kube-proxy": ("spec", f"{_LEAVES}; its config hash")
        for tenant in ("tenant-a", "tenant-b")},
@@ -172,6 +174,7 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
     # issue 18: the platform's own network replaces kind's `kind` and the range read from it
     "management-docker-network": ("removed", _NETWORK),
     "management-network": ("added", _NETWORK),
+    "management-docker-host": ("added", "issue 18: what kind adds to its nodes on some hosts, for the workers"),
     "management-create-only-dockerSubnet": ("added", f"{_GUARD}; {_NETWORK}"),
     **{f"{tenant}-create-only-addressBlock": ("added", f"{_GUARD}; {_NETWORK}")
        for tenant in ("tenant-a", "tenant-b")},

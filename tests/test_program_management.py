@@ -174,3 +174,16 @@ class TestBadConfig:
             run_program(dev_config)
         assert "tenants[1].podCidr: 10.36.0.0/16 overlaps tenants[0].podCidr" in str(caught.value)
         assert registered == []
+
+
+def test_workers_start_with_what_kind_adds_on_this_host(dev_program):
+    """The host check runs once per kind cluster, after it; its output is every worker's
+    $KHP_HOST_FLAGS and a trigger (a changed host replaces the workers, as their spec)."""
+    check = dev_program.named("management-docker-host")
+    kind = dev_program.named("management-kind")
+    assert dev_program.depends_on(check, kind)
+    assert check.inputs["triggers"] == [f"{kind.name}_id"]
+    worker = dev_program.named("tenant-a-worker-0")
+    assert check.urn in worker.options["propertyDependencies"]["environment"]
+    assert check.urn in worker.options["propertyDependencies"]["triggers"]
+    assert "${KHP_HOST_FLAGS:-}" in worker.inputs["create"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import jsonpatch
 import pytest
@@ -22,8 +23,32 @@ def tcp(dev_config):
 def test_identity_and_readiness_wait(tcp):
     assert tcp["apiVersion"] == "kamaji.clastix.io/v1alpha1" and tcp["kind"] == "TenantControlPlane"
     assert tcp["metadata"]["name"] == tcp["metadata"]["namespace"] == "tenant-a"
-    assert tcp["metadata"]["annotations"]["pulumi.com/waitFor"] == \
-        "jsonpath={.status.kubernetesResources.version.status}=Ready"
+    conditions = json.loads(tcp["metadata"]["annotations"]["pulumi.com/waitFor"])
+    assert all(c.startswith("jsonpath={.status.") for c in conditions)
+
+
+def satisfied(conditions: list[str], obj: dict) -> bool:
+    """All `jsonpath={.a.b}=value` conditions hold (pulumi-kubernetes awaits a JSON array as all)."""
+    def holds(condition: str) -> bool:
+        path, _, want = condition.removeprefix("jsonpath={").partition("}=")
+        value = obj
+        for key in path.strip(".").split("."):
+            value = value.get(key, {}) if isinstance(value, dict) else {}
+        return value == want
+    return all(holds(c) for c in conditions)
+
+
+@pytest.mark.parametrize(("status", "version", "done"), [
+    ("Ready", "v1.35.0", False),      # an upgrade's update, before Kamaji has rolled anything
+    ("Upgrading", "v1.35.0", False),
+    ("Ready", "v1.36.0", True),       # Kamaji writes the version only once Ready at it
+])
+def test_an_upgrade_is_done_only_when_the_new_version_runs(dev_config, status, version, done):
+    dev_config["tenants"][0]["kubernetesVersion"] = "v1.36.0"
+    tcp = tenant_control_plane(parse_config(dev_config).tenants[0])
+    conditions = json.loads(tcp["metadata"]["annotations"]["pulumi.com/waitFor"])
+    reported = {"status": {"kubernetesResources": {"version": {"status": status, "version": version}}}}
+    assert satisfied(conditions, reported) is done
 
 
 def test_version_replicas_and_load_balancer(tcp):

@@ -1,0 +1,68 @@
+"""What a worker needs from its Docker host, detected as kind detects it (components/docker_host.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from components import docker_host
+
+pytestmark = pytest.mark.unit
+
+
+def fake_docker_info(tmp_path: Path, driver: str, driver_status: str, security: str) -> dict[str, str]:
+    docker = tmp_path / "docker"
+    docker.write_text(f"""#!/bin/sh
+case "$*" in
+  *SecurityOptions*) echo '{security}' ;;
+  *DriverStatus*) echo '{driver_status}' ;;
+  *Driver*) echo '{driver}' ;;
+  *) exit 2 ;;
+esac
+""")
+    docker.chmod(0o755)
+    return {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+
+
+OVERLAY_EXT4 = '[["Backing Filesystem","extfs"],["Supports d_type","true"]]'
+OVERLAY_XFS = '[["Backing Filesystem","xfs"],["Supports d_type","true"]]'
+PLAIN = '["name=seccomp,profile=builtin","name=cgroupns"]'
+
+
+@pytest.mark.parametrize(("driver", "status", "security", "flags"), [
+    ("overlay2", OVERLAY_EXT4, PLAIN, ""),                                   # Debian/Ubuntu defaults
+    ("overlay2", OVERLAY_XFS, PLAIN, "--volume /dev/mapper:/dev/mapper"),    # RHEL family
+    ("btrfs", "[]", PLAIN, "--volume /dev/mapper:/dev/mapper"),
+    ("ZFS", "[]", PLAIN, "--volume /dev/mapper:/dev/mapper"),
+    ("overlay2", OVERLAY_EXT4, '["name=seccomp","name=userns"]', "--userns=host"),
+    ("fuse-overlayfs", "[]", '["name=seccomp","name=rootless","name=cgroupns"]', "--device /dev/fuse"),
+])
+def test_the_host_check_prints_what_kind_would_add(tmp_path, driver, status, security, flags):
+    env = fake_docker_info(tmp_path, driver, status, security)
+    result = subprocess.run(["/bin/sh", "-c", docker_host.host_flags_script()], env=env, capture_output=True,
+                            text=True, timeout=30, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == flags
+
+
+def test_a_docker_that_does_not_answer_fails_the_check(tmp_path):
+    docker = tmp_path / "docker"
+    docker.write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2\nexit 1\n")
+    docker.chmod(0o755)
+    script = docker_host.host_flags_script()
+    result = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True,
+                            env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}, timeout=30,
+                            check=False)
+    assert result.returncode == 1 and "is Docker running?" in result.stderr
+
+
+def test_proxies_upper_case_first_and_a_digest_that_reveals_nothing():
+    env = {"http_proxy": "http://a:3128", "HTTP_PROXY": "http://b:3128", "no_proxy": "x", "PATH": "/bin"}
+    assert docker_host.proxy_settings(env) == {"HTTP_PROXY": "http://b:3128", "NO_PROXY": "x"}
+    digest = docker_host.proxy_digest(env)
+    assert digest and "3128" not in digest
+    assert docker_host.proxy_digest({"PATH": "/bin"}) == "", "no proxy: the specification is unchanged"
+    assert docker_host.proxy_digest({**env, "HTTP_PROXY": "http://c:3128"}) != digest
