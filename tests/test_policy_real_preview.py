@@ -174,7 +174,7 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
     # issue 18: the platform's own network replaces kind's `kind` and the range read from it
     "management-docker-network": ("removed", _NETWORK),
     "management-network": ("added", _NETWORK),
-    "management-docker-host": ("added", "issue 18: what kind adds to its nodes on some hosts, for the workers"),
+    "management-docker-host": ("added", "issue 18: what kind adds to its nodes on some hosts"),
     "management-create-only-dockerSubnet": ("added", f"{_GUARD}; {_NETWORK}"),
     **{f"{tenant}-create-only-addressBlock": ("added", f"{_GUARD}; {_NETWORK}")
        for tenant in ("tenant-a", "tenant-b")},
