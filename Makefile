@@ -17,7 +17,7 @@ export PULUMI_CONFIG_PASSPHRASE :=
 endif
 
 .PHONY: help up preview down test sim test-venv e2e e2e-lifecycle lint images check-pulumi check-tools check-kind-version \
-	venv stack forget-lost-cluster unprotect-tenant tenant-argument
+	venv stack forget-lost-cluster unprotect-tenant tenant-argument kamaji-chart
 
 help:
 	@echo "make up       create the platform (stack $(STACK)): kind, Kamaji, tenants, HAMi"
@@ -26,6 +26,7 @@ help:
 	@echo "make test     unit suite in a fresh virtualenv (no Docker, no Pulumi CLI needed)"
 	@echo "make sim      tenant objects against a real kube-apiserver built from Go modules (needs Go)"
 	@echo "make images   list every pinned image and chart"
+	@echo "make kamaji-chart  fetch and verify the pinned Kamaji chart (make preview does it)"
 	@echo "make e2e      acceptance cases TC-01..TC-08 against the deployed stack $(STACK)"
 	@echo "make e2e-lifecycle  up, cases, no-op preview, destroy on a throwaway stack"
 	@echo "make forget-lost-cluster  kind cluster already gone: drop its resources from the state, then make down"
@@ -75,12 +76,17 @@ stack: check-pulumi venv
 	  echo "note: PULUMI_CONFIG_PASSPHRASE is empty (fine for a local dev stack only)"
 	@pulumi stack select $(STACK) 2>/dev/null || pulumi stack init $(STACK)
 
-up: check-tools check-kind-version stack
+up: check-tools check-kind-version stack kamaji-chart
 	pulumi up --yes --stack $(STACK)
 
-# What `up` would change, with the policy pack enforced; needs neither Docker nor kind.
-preview: stack policy/venv/.installed
+# What `up` would change, with the policy pack enforced; needs neither Docker nor kind. The
+# Kamaji release loads its chart in every preview of a deployed stack: fetch it first.
+preview: stack policy/venv/.installed kamaji-chart
 	pulumi preview --diff --stack $(STACK) --policy-pack policy
+
+# The Kamaji chart of the pinned tag, verified by digest, into .charts/ (reused once there).
+kamaji-chart: venv
+	$(VENV)/bin/python -m components.kamaji_chart
 
 # The kind cluster, the control planes and the create-only guards are protected (a change that
 # would replace them is refused): destroy on purpose ignores that (pulumi >= 3.256), and skips

@@ -6,7 +6,7 @@ import pulumi
 import pulumi_kubernetes as kubernetes
 from pulumi_command import local
 
-from components import docker_host, docker_network, readiness, versions
+from components import docker_host, docker_network, kamaji_chart, readiness, versions
 from components import management_render as render
 from components.config import ManagementConfig
 from components.create_only import create_only_guards
@@ -136,11 +136,24 @@ class ManagementCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
                 depends_on=[self.pool])),
         )
-        self.kamaji = _helm_release(
-            render.KAMAJI_RELEASE, versions.KAMAJI_CHART, render.KAMAJI_NAMESPACE,
-            render.kamaji_values(management),
-            pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
-                depends_on=[self.cert_manager, *self.create_only])))
+        # The chart of the Kamaji tag the platform runs, verified by digest (components/kamaji_chart.py).
+        chart = local.Command(
+            f"{name}-kamaji-chart",
+            create=kamaji_chart.fetch_script(),
+            triggers=[versions.KAMAJI_CHART_SOURCE.digest, versions.KAMAJI_ETCD_CHART_SOURCE.digest],
+            opts=child)
+        self.kamaji = kubernetes.helm.v3.Release(
+            render.KAMAJI_RELEASE,
+            name=render.KAMAJI_RELEASE,
+            # Its path: unknown in a fresh preview (nothing fetched yet), so the release does not
+            # load it there; then the verified folder, whose name carries the digest.
+            chart=chart.stdout.apply(str.strip),
+            namespace=render.KAMAJI_NAMESPACE,
+            create_namespace=True,
+            values=render.kamaji_values(management),
+            timeout=HELM_TIMEOUT_SECONDS,
+            opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
+                depends_on=[self.cert_manager, chart, *self.create_only])))
 
         # Kamaji's TCP webhooks fail closed and its readiness is a bare ping:
         # tenants wait until a dry-run TCP is accepted (components/readiness.py).

@@ -32,10 +32,41 @@ class HelmChart:
 # end of life and stops at 1.33). v1.21.2: cert-manager/website#2261, cert-manager#9237.
 CERT_MANAGER_CHART = HelmChart("cert-manager", "v1.21.2", "https://charts.jetstack.io")
 METALLB_CHART = HelmChart("metallb", "0.15.3", "https://metallb.github.io/metallb")
-# Clastix publishes the open-source chart only as 0.0.0+latest; the controller
-# image tag below is what actually pins Kamaji (clastix/kamaji docs/content/reference/versioning.md).
-KAMAJI_CHART = HelmChart("kamaji", "0.0.0+latest", "https://clastix.github.io/charts")
 KAMAJI_IMAGE_TAG = "26.8.2-edge"
+
+
+@dataclass(frozen=True)
+class ChartSource:
+    """A Helm chart taken from its project's source at a git tag, verified by a content digest
+    (sha256 over the sorted `sha256sum` lines of its files: components/kamaji_chart.py)."""
+
+    name: str
+    repository: str  # github.com/<owner>/<repo>
+    tag: str
+    path: str  # the chart's folder in the repository
+    digest: str
+
+    @property
+    def pin(self) -> str:
+        return f"{self.repository}@{self.tag} {self.path} content sha256:{self.digest}"
+
+    @property
+    def archive_url(self) -> str:
+        return f"https://github.com/{self.repository}/archive/refs/tags/{self.tag}.tar.gz"
+
+
+# Clastix publishes the open-source Kamaji chart only as 0.0.0+latest, republished on every push
+# to master, with kamaji-etcd as `>=0.15.0` (clastix/kamaji docs/content/reference/versioning.md,
+# charts/kamaji/Chart.yaml): installed from the repository, its CRDs, RBAC, webhooks and flags
+# are whatever master is that day. So the platform installs the chart of the Kamaji tag it runs,
+# and the kamaji-etcd its Chart.lock pins (0.15.0, clastix/kamaji-etcd tag v0.15.0), each from
+# its git tag and checked against these digests before use.
+KAMAJI_CHART_SOURCE = ChartSource(
+    "kamaji", "clastix/kamaji", KAMAJI_IMAGE_TAG, "charts/kamaji",
+    "230b40f2696403902c26647aaba3580b43d986b8d6acb2ad1bf8b674d2b9778a")
+KAMAJI_ETCD_CHART_SOURCE = ChartSource(
+    "kamaji-etcd", "clastix/kamaji-etcd", "v0.15.0", "charts/kamaji-etcd",
+    "40756e29e933cd4dd59f1d2443a50535d9cfa8faad340265162f2be558aeaab4")
 HAMI_CHART = HelmChart("hami", "2.10.0", "https://project-hami.github.io/HAMi/")
 
 # What kindest/node:v1.35.0 preloads (kind v0.31.0 pkg/build/nodeimage/const_cni.go):
@@ -78,7 +109,8 @@ def pinned_table() -> list[tuple[str, str]]:
         ("kind node image (management and workers)", KIND_NODE_IMAGE),
         ("cert-manager chart", f"{CERT_MANAGER_CHART.name} {CERT_MANAGER_CHART.version}"),
         ("MetalLB chart", f"{METALLB_CHART.name} {METALLB_CHART.version}"),
-        ("Kamaji chart", f"{KAMAJI_CHART.name} {KAMAJI_CHART.version}"),
+        ("Kamaji chart (source)", KAMAJI_CHART_SOURCE.pin),
+        ("kamaji-etcd chart (source)", KAMAJI_ETCD_CHART_SOURCE.pin),
         ("Kamaji controller image", f"clastix/kamaji:{KAMAJI_IMAGE_TAG}"),
         ("HAMi chart", f"{HAMI_CHART.name} {HAMI_CHART.version}"),
         ("kindnet image (tenant CNI)", KINDNET_IMAGE),

@@ -22,6 +22,7 @@ from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from components import kamaji_chart
 from components.config import PROJECT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,6 +113,8 @@ class PlatformMocks(pulumi.runtime.Mocks):
     def _command_stdout(name: str) -> str:
         if name.endswith("-kubeconfig"):
             return fake_kubeconfig("https://127.0.0.1:40000", MGMT_KUBECONFIG_SENTINEL)
+        if name.endswith("-kamaji-chart"):
+            return kamaji_chart.chart_dir() + "\n"
         return ""
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list]:

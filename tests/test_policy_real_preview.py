@@ -146,6 +146,7 @@ _WORKER = "issue 17: the worker waits for Ready, a failed drain stops its delete
 _LEAVES = "issue 17: only the endpoint's own values wait for it (were the whole field)"
 _GUARD = "issue 17: one protected guard per create-only setting"
 _NETWORK = "issue 18: the platform's own Docker network, workers at fixed addresses"
+_CHART = "issue 18: Kamaji's chart from its tag, verified by digest (unknown in a fresh preview)"
 RECORDING_DRIFT: dict[str, tuple[str, str]] = {
     # name: (what differs, why)
     "kamaji-hami-platform-dev": ("removed", "the stack: the engine's, not a registration"),
@@ -175,6 +176,8 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
     "management-docker-network": ("removed", _NETWORK),
     "management-network": ("added", _NETWORK),
     "management-docker-host": ("added", "issue 18: what kind adds to its nodes on some hosts"),
+    "management-kamaji-chart": ("added", _CHART),
+    "kamaji": ("chart,repositoryOpts,version", _CHART),
     "management-create-only-dockerSubnet": ("added", f"{_GUARD}; {_NETWORK}"),
     **{f"{tenant}-create-only-addressBlock": ("added", f"{_GUARD}; {_NETWORK}")
        for tenant in ("tenant-a", "tenant-b")},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components import versions
+from components import kamaji_chart, versions
 from tests.harness import MGMT_KUBECONFIG_SENTINEL, Program, is_secret, plain_text_leaks, run_program
 
 pytestmark = pytest.mark.unit
@@ -45,7 +45,6 @@ class TestManagementResources:
     @pytest.mark.parametrize(("release", "chart", "namespace"), [
         ("cert-manager", versions.CERT_MANAGER_CHART, "cert-manager"),
         ("metallb", versions.METALLB_CHART, "metallb-system"),
-        ("kamaji", versions.KAMAJI_CHART, "kamaji-system"),
     ])
     def test_helm_releases_are_pinned(self, dev_program, release, chart, namespace):
         reg = dev_program.named(release)
@@ -55,6 +54,17 @@ class TestManagementResources:
         assert reg.inputs["repositoryOpts"]["repo"] == chart.repository
         assert reg.inputs["namespace"] == namespace
         assert reg.inputs["name"] == release
+
+    def test_kamaji_is_installed_from_the_verified_chart_of_its_tag(self, dev_program):
+        """Not `0.0.0+latest` from the repository (republished on every push): the folder the
+        fetch command verified, named after the pinned digest; the release waits for it."""
+        release, fetch = dev_program.named("kamaji"), dev_program.named("management-kamaji-chart")
+        assert release.inputs["chart"] == kamaji_chart.chart_dir()
+        assert versions.KAMAJI_CHART_SOURCE.digest[:12] in release.inputs["chart"]
+        assert "repositoryOpts" not in release.inputs and "version" not in release.inputs
+        assert fetch.urn in release.options["propertyDependencies"]["chart"]
+        assert fetch.inputs["triggers"] == [versions.KAMAJI_CHART_SOURCE.digest,
+                                            versions.KAMAJI_ETCD_CHART_SOURCE.digest]
 
     def test_kamaji_values_on_the_wire(self, dev_program):
         values = dev_program.named("kamaji").inputs["values"]

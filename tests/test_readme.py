@@ -15,7 +15,8 @@ README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
 @pytest.mark.parametrize("pin", [
     versions.KIND_NODE_IMAGE, versions.CERT_MANAGER_CHART.version, versions.METALLB_CHART.version,
-    versions.KAMAJI_CHART.version, versions.KAMAJI_IMAGE_TAG, versions.HAMI_CHART.version,
+    versions.KAMAJI_CHART_SOURCE.digest, versions.KAMAJI_ETCD_CHART_SOURCE.digest, versions.KAMAJI_IMAGE_TAG,
+    versions.HAMI_CHART.version,
     versions.KINDNET_IMAGE, versions.KUBECTL_IMAGE, versions.E2E_PROBE_IMAGE, versions.KIND_CLI_VERSION,
 ])
 def test_every_pin_is_listed(pin):
