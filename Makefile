@@ -132,7 +132,7 @@ lint: venv
 	$(VENV)/bin/ruff check .
 
 # Every pin, then every image the stack pulls (charts' and Kamaji's included): a mirror list.
-images: venv
+images: venv kamaji-chart
 	@$(VENV)/bin/python -m components.versions
 	@echo
 	@$(VENV)/bin/python -m components.versions --images $(STACK)

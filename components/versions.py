@@ -147,6 +147,20 @@ def _minor(version: str) -> int:
     return int(version.lstrip("v").split(".")[1])
 
 
+MANAGEMENT_MINOR = KIND_NODE_VERSION.rsplit(".", 1)[0]
+
+
+def kamaji_chart_images(management_minor: str = MANAGEMENT_MINOR) -> set[tuple[str, str]]:
+    """What the pinned Kamaji chart deploys with the platform's values, as read from it;
+    `make images` checks this against the verified chart (components/kamaji_chart_images.py)."""
+    return {
+        ("Kamaji chart", f"docker.io/clastix/kamaji:{KAMAJI_IMAGE_TAG}"),
+        ("kamaji-etcd chart", KAMAJI_ETCD_IMAGE),
+        *{("kamaji-etcd chart (job)", image) for image in KAMAJI_ETCD_JOB_IMAGES},
+        ("kamaji-etcd chart (job)", f"{KAMAJI_ETCD_KUBECTL_REPOSITORY}:{management_minor}"),
+    }
+
+
 def images(tenant_versions: list[str]) -> list[tuple[str, str]]:
     """Every image the platform pulls for tenants of these versions: (where, image), sorted.
 
@@ -154,7 +168,6 @@ def images(tenant_versions: list[str]) -> list[tuple[str, str]]:
     MetalLB, Kamaji and kamaji-etcd, HAMi), what Kamaji runs per tenant (control plane pods,
     CoreDNS, Konnectivity) and what the platform deploys itself.
     """
-    management_minor = KIND_NODE_VERSION.rsplit(".", 1)[0]
     rows = {
         ("kind node (management and workers)", KIND_NODE_IMAGE),
         *{("cert-manager chart", f"quay.io/jetstack/cert-manager-{name}:{CERT_MANAGER_CHART.version}")
@@ -162,10 +175,7 @@ def images(tenant_versions: list[str]) -> list[tuple[str, str]]:
         ("MetalLB chart", f"quay.io/metallb/controller:v{METALLB_CHART.version}"),
         ("MetalLB chart", f"quay.io/metallb/speaker:v{METALLB_CHART.version}"),
         ("MetalLB chart", METALLB_FRR_IMAGE),
-        ("Kamaji chart", f"docker.io/clastix/kamaji:{KAMAJI_IMAGE_TAG}"),
-        ("kamaji-etcd chart", KAMAJI_ETCD_IMAGE),
-        *{("kamaji-etcd chart (job)", image) for image in KAMAJI_ETCD_JOB_IMAGES},
-        ("kamaji-etcd chart (job)", f"{KAMAJI_ETCD_KUBECTL_REPOSITORY}:{management_minor}"),
+        *kamaji_chart_images(),
         *{("HAMi chart", image) for image in HAMI_IMAGES},
         ("tenant CoreDNS (Kamaji addon)", COREDNS_IMAGE),
         ("tenant CNI", KINDNET_IMAGE),
@@ -191,8 +201,11 @@ if __name__ == "__main__":
     # `python -m components.versions --images dev` every image the stack `dev` pulls.
     if len(sys.argv) > 2 and sys.argv[1] == "--images":
         from components.gpu import load_stack
+        from components.kamaji_chart_images import check_against_chart
 
         platform = load_stack(sys.argv[2])
+        if not check_against_chart(platform.management):
+            sys.exit(1)
         for where, image in images([t.kubernetes_version for t in platform.tenants]):
             print(f"{image:90} {where}")
     elif len(sys.argv) > 1:
