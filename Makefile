@@ -17,7 +17,7 @@ export PULUMI_CONFIG_PASSPHRASE :=
 endif
 
 .PHONY: help up preview down test sim test-venv e2e e2e-lifecycle lint images check-pulumi check-tools check-kind-version \
-	venv stack forget-lost-cluster unprotect-tenant tenant-argument kamaji-chart
+	venv stack unprotect-tenant tenant-argument kamaji-chart
 
 help:
 	@echo "make up       create the platform (stack $(STACK)): kind, Kamaji, tenants, HAMi"
@@ -29,7 +29,6 @@ help:
 	@echo "make kamaji-chart  fetch and verify the pinned Kamaji chart (make preview does it)"
 	@echo "make e2e      acceptance cases TC-01..TC-08 against the deployed stack $(STACK)"
 	@echo "make e2e-lifecycle  up, cases, no-op preview, destroy on a throwaway stack"
-	@echo "make forget-lost-cluster  kind cluster already gone: drop its resources from the state, then make down"
 	@echo "make unprotect-tenant TENANT=<name>  before removing a tenant from the config (its data goes)"
 
 # Preview runs no commands: only the Pulumi CLI is needed.
@@ -100,10 +99,6 @@ tenant-argument:
 # Removing a tenant deletes its control plane and datastore: release its protection first.
 unprotect-tenant: tenant-argument stack
 	$(VENV)/bin/python -m components.protection --stack $(STACK) --tenant $(TENANT)
-
-# Only when the kind cluster is already gone: forget its kubernetes resources so `make down` can finish.
-forget-lost-cluster: stack
-	$(VENV)/bin/python -m components.lost_cluster --stack $(STACK) $(if $(YES),--yes)
 
 test:
 	rm -rf $(TEST_VENV)

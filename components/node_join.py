@@ -25,6 +25,10 @@ BOOTSTRAP_TOKEN_TTL = "10m"
 # A joined node must be Ready before the next worker is replaced (attempts, seconds apart).
 NODE_READY_WAIT = (120, 2)
 DRAIN_TIMEOUT = "120s"
+# kubectl sets no request timeout of its own: a tenant API whose address no longer answers (its
+# control plane went with a lost kind cluster) would hold each worker's delete for the length of
+# the kernel's connect retries.
+API_REQUEST_TIMEOUT = "30s"
 # Exit codes of the node removal inside the container.
 REMOVED, DRAIN_FAILED, API_UNREACHABLE = 0, 2, 3
 # Kamaji's own e2e joins kindest/node containers with these (clastix/kamaji 26.8.2-edge
@@ -296,7 +300,8 @@ def _inner_delete_script(node: str, kubeconfig: str) -> str:
     kc = kubeconfig
     return f"""set -u
 trap 'rm -f {kc}' EXIT
-if ! found=$(kubectl --kubeconfig {kc} get node {node} -o name 2>&1); then
+if ! found=$(kubectl --kubeconfig {kc} --request-timeout={API_REQUEST_TIMEOUT} get node {node} \\
+    -o name 2>&1); then
   case "$found" in
     *"(NotFound)"*) echo "node {node} is not in the tenant"; exit {REMOVED} ;;
   esac
@@ -311,7 +316,8 @@ if [ "$1" = drain ]; then
     echo "$out"; exit {DRAIN_FAILED}
   fi
 fi
-if ! out=$(kubectl --kubeconfig {kc} delete node {node} --ignore-not-found --timeout=60s 2>&1); then
+if ! out=$(kubectl --kubeconfig {kc} --request-timeout={API_REQUEST_TIMEOUT} delete node {node} \\
+    --ignore-not-found --timeout=60s 2>&1); then
   echo "$out"; exit {API_UNREACHABLE}
 fi
 echo "node {node} removed from the tenant"

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from components.lost_cluster import (
+from components.stack_state import (
     PULUMI_TIMEOUT_SECONDS,
     STACK_NAME,
     Refused,
@@ -69,7 +69,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        _, export = export_state(args.stack)
+        export = export_state(args.stack)
         urns = tenant_protected(export, args.tenant)
         if not urns:
             print(f"tenant {args.tenant}: nothing of it is protected")

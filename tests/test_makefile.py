@@ -50,9 +50,12 @@ def test_no_warning_with_the_pinned_kind(tools):
     assert result.returncode == 0 and "warning" not in result.stdout
 
 
-def test_forget_lost_cluster_runs_the_recovery_command_for_the_stack(tools):
-    result = make("forget-lost-cluster", tools, "-n", "STACK=lab", "YES=1")
-    assert "-m components.lost_cluster --stack lab --yes" in result.stdout
+@pytest.mark.parametrize("target, engine", [("preview", "pulumi preview"), ("up", "pulumi up")])
+def test_preview_and_up_fetch_the_verified_kamaji_chart_first(tools, target, engine):
+    """A deployed stack's Kamaji release loads its local chart in every Check (preview and up)."""
+    lines = make(target, tools, "-n", "STACK=lab").stdout.splitlines()
+    fetch = next(i for i, line in enumerate(lines) if "-m components.kamaji_chart" in line)
+    assert fetch < next(i for i, line in enumerate(lines) if line.startswith(engine))
 
 
 def fake_pulumi(tools: Path, version: str) -> None:

@@ -229,6 +229,8 @@ class TestDelete:
     def test_removes_the_container_even_when_the_tenant_api_is_down(self, worker, joined):
         result = run(node_join.delete_script(worker), joined, FAKE_API_DOWN="1")
         assert result.returncode == 0
+        lookup = [c for c in calls(joined) if c.startswith("kubectl") and " get node " in c][-1]
+        assert f"--request-timeout={node_join.API_REQUEST_TIMEOUT}" in lookup, "bounded, not the OS's"
         assert "could not remove node" in result.stderr and "no route to host" in result.stderr
         assert not (joined / "containers" / "tenant-a-worker-0").exists()
 

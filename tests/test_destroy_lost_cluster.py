@@ -1,0 +1,129 @@
+"""`make down` after the kind cluster was deleted by hand (`kind delete cluster`, a Docker reset).
+
+Every Kubernetes object of the platform is `deleted_with` the kind cluster's command or its
+tenant's control plane, and in a destroy the engine skips the provider's delete for a resource
+whose `deleted_with` resource is deleted too (pulumi/pulumi v3.276.0
+pkg/resource/deploy/step.go `DeleteStep.Apply`: `isDeletedWith(s.old.DeletedWith,
+s.otherDeletions)` comes before the provider's `Delete`). A Kubernetes provider whose cluster
+does not answer configures anyway, marking it unreachable instead of failing (pulumi-kubernetes
+v4.32.0 provider/pkg/provider/provider.go `Configure`: `k.clusterUnreachable = true`; only a
+call that needs the cluster fails then), and a destroy runs no program and no refresh.
+
+So what a destroy asks of the outside world is the Commands' delete scripts. This test plans
+`make down` over the deployed dev stack (tests/plan_model.py), then runs each delete script the
+plan calls, in the plan's order, against stand-in tools in which the kind cluster is gone and
+the tenant API servers (its pods) do not answer: every one succeeds, and nothing is left.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from components import node_join
+from tests.harness import Program, dev_stack_config, run_program
+from tests.plan_model import COMMAND, plan
+
+pytestmark = pytest.mark.unit
+
+FAKES = Path(__file__).parent / "fakes"
+KUBECONFIG = "apiVersion: v1\nkind: Config\n"
+
+
+@pytest.fixture(scope="module")
+def deployed() -> Program:
+    config = dev_stack_config()
+    config["tenants"][0]["workers"] = 2
+    return run_program(config)
+
+
+def make_down_calls(program: Program) -> list:
+    """(step, registration) for each delete `make down` (--ignore-protect) hands a provider."""
+    by_name = {reg.name: reg for reg in program.registrations}
+    steps = plan(program, SimpleNamespace(registrations=[]), ignore_protect=True)
+    return [(step, by_name[step.name]) for step in steps
+            if step.op == "delete" and not step.why.startswith("skipped") and by_name[step.name].custom
+            and not step.type.startswith("pulumi:providers:")]
+
+
+def tools(tmp_path: Path) -> dict[str, str]:
+    """PATH with the stand-in docker and a kind that lists no cluster (it was deleted)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "kind").write_text(f"""#!/bin/sh
+printf '%s\\n' "$*" >> {tmp_path}/kind.calls
+[ "$1 $2" = "get clusters" ] && echo "No kind clusters found." >&2
+exit 0
+""")
+    (bin_dir / "kind").chmod(0o755)
+    state = tmp_path / "docker"
+    return {**os.environ, "PATH": f"{bin_dir}:{FAKES}:{os.environ['PATH']}",
+            "FAKE_DOCKER_STATE": str(state), node_join.KUBECONFIG_ENV: KUBECONFIG}
+
+
+def sh(script: str, env: dict[str, str], cwd: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["/bin/bash", "-c", script], env={**env, **extra}, cwd=cwd,
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def host_as_left_by_a_lost_cluster(program: Program, env: dict[str, str], cwd: Path) -> list[str]:
+    """The platform's network and joined workers, as `up` left them; the kind node is gone."""
+    by_name = {reg.name: reg for reg in program.registrations}
+    assert sh(by_name["management-network"].inputs["create"], env, cwd).returncode == 0
+    workers = [reg.name for reg in program.registrations
+               if reg.type == COMMAND and re.fullmatch(r"tenant-[ab]-worker-\d+", reg.name)]
+    for name in workers:
+        result = sh(by_name[name].inputs["create"], env, cwd)
+        assert result.returncode == 0, result.stderr
+    return workers
+
+
+def test_only_commands_reach_out_and_no_kubernetes_object_is_deleted_through_its_provider(deployed):
+    calls = make_down_calls(deployed)
+    assert {reg.type for _, reg in calls} == {COMMAND}
+    with_scripts = sorted(reg.name for _, reg in calls if reg.inputs.get("delete"))
+    assert with_scripts == ["management-kind", "management-network", "tenant-a-worker-0",
+                            "tenant-a-worker-1", "tenant-b-worker-0"]
+
+
+def test_the_network_goes_after_everything_attached_to_it(deployed):
+    """The engine deletes dependents first: every worker and the kind cluster depend on the
+    network command, so its delete (which refuses while containers are attached) comes last."""
+    network = next(reg.urn for reg in deployed.registrations if reg.name == "management-network")
+    for reg in deployed.registrations:
+        if reg.name in ("management-kind", "tenant-a-worker-0", "tenant-a-worker-1", "tenant-b-worker-0"):
+            assert network in depends_transitively(deployed, reg), reg.name
+
+
+def depends_transitively(program: Program, reg) -> set[str]:
+    by_urn = {r.urn: r for r in program.registrations}
+    found, todo = set(), list(reg.dependencies)
+    while todo:
+        urn = todo.pop()
+        if urn not in found:
+            found.add(urn)
+            todo += by_urn[urn].dependencies if urn in by_urn else []
+    return found
+
+
+def test_make_down_finishes_when_the_kind_cluster_was_deleted_by_hand(deployed, tmp_path):
+    env = tools(tmp_path)
+    workers = host_as_left_by_a_lost_cluster(deployed, env, tmp_path)
+    state = Path(env["FAKE_DOCKER_STATE"])
+    scripts = [(reg.name, reg.inputs["delete"]) for _, reg in make_down_calls(deployed)
+               if reg.inputs.get("delete")]
+    network = [s for s in scripts if s[0] == "management-network"]
+    ordered = [s for s in scripts if s[0] != "management-network"] + network  # as the engine orders
+    for name, script in ordered:
+        # make down: KHP_SKIP_DRAIN=1; the tenant API servers were pods of the lost cluster.
+        result = sh(script, env, tmp_path, **{node_join.SKIP_DRAIN_ENV: "1"}, FAKE_API_DOWN="1")
+        assert result.returncode == 0, f"{name}: {result.stderr}"
+    assert not [w for w in workers if (state / "containers" / w).exists()], "every worker container removed"
+    assert not (state / "networks" / "kamaji-hami").exists(), "the network removed"
+    kind_calls = (tmp_path / "kind.calls").read_text().splitlines()
+    assert kind_calls == ["get clusters"], "nothing to delete: kind only looked"
