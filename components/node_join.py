@@ -150,12 +150,13 @@ def _kamaji_setup_wait(kc: str) -> str:
     gets = " && ".join(
         f"kubectl --kubeconfig {kc}{f' -n {namespace}' if namespace else ''} get {' '.join(objects)} -o name"
         for namespace, objects in KAMAJI_JOIN_SETUP.items())
-    return f"""setup_missing=""
+    # Success is the exit status: kubectl writes warnings to stderr on success too.
+    return f"""setup_ready="" setup_missing=""
 for attempt in $(seq 1 {attempts}); do
-  if setup_missing=$( {{ {gets}; }} 2>&1 >/dev/null); then break; fi
+  if setup_missing=$( {{ {gets}; }} 2>&1 >/dev/null); then setup_ready=1; break; fi
   sleep {interval}
 done
-if [ -n "$setup_missing" ]; then
+if [ -z "$setup_ready" ]; then
   echo "Kamaji has not set the tenant up for joins within {attempts * interval}s: $setup_missing"; exit 1
 fi
 """
