@@ -6,6 +6,8 @@ STACK ?= dev
 VENV ?= .venv
 TEST_VENV ?= .venv-test
 PYTHON ?= python3
+# Seconds per Kubernetes API request in `make down` (a lost cluster's API does not answer).
+K8S_CLIENT_TIMEOUT ?= 30
 # Local file backend inside the project unless the user chose another one.
 export PULUMI_BACKEND_URL ?= file://$(CURDIR)/.pulumi-state
 export PULUMI_SKIP_UPDATE_CHECK := true
@@ -89,9 +91,11 @@ kamaji-chart: venv
 
 # The kind cluster, the control planes and the create-only guards are protected (a change that
 # would replace them is refused): destroy on purpose ignores that (pulumi >= 3.256), and skips
-# draining the workers, since the whole platform goes.
+# draining the workers, since the whole platform goes. The engine still configures each
+# Kubernetes provider, whose discovery would wait on a cluster that is gone for the client's
+# dial timeouts: bound each request (pulumi-kubernetes provider.go PULUMI_K8S_CLIENT_TIMEOUT).
 down: check-tools stack
-	KHP_SKIP_DRAIN=1 pulumi destroy --yes --ignore-protect --stack $(STACK)
+	KHP_SKIP_DRAIN=1 PULUMI_K8S_CLIENT_TIMEOUT=$(K8S_CLIENT_TIMEOUT) pulumi destroy --yes --ignore-protect --stack $(STACK)
 
 tenant-argument:
 	@[ -n "$(TENANT)" ] || { echo "usage: make unprotect-tenant TENANT=<name> [STACK=$(STACK)]"; exit 2; }

@@ -99,7 +99,12 @@ _OWNER_FORMAT = shlex.quote(f'{{{{ index .Labels "{NETWORK_LABEL}" }}}}')
 _SUBNETS_FORMAT = shlex.quote("{{ range .IPAM.Config }}{{ .Subnet }} {{ end }}")
 _CONTAINERS_FORMAT = shlex.quote("{{ range $id, $c := .Containers }}{{ $c.Name }} {{ end }}")
 # moby: `docker network inspect` of a missing network says "network <name> not found".
-_NOT_FOUND = '*"not found"*'
+# The daemon's answer for a network that does not exist (moby v28.5.2 libnetwork/error.go
+# ErrNoSuchNetwork "network %s not found"; older CLIs print "No such network"). Not a bare
+# "not found": the shell says that of a missing docker binary.
+_NOT_FOUND = '*"network $network not found"*|*"No such network"*'
+_DOCKER_INSTALLED = ('command -v docker >/dev/null || '
+                     '{ echo "docker is not installed or not on PATH" >&2; exit 1; }')
 
 
 def create_script(network: str, subnet: str, cluster: str) -> str:
@@ -109,6 +114,7 @@ def create_script(network: str, subnet: str, cluster: str) -> str:
     plan = layout(subnet)
     net, own = shlex.quote(network), shlex.quote(cluster)
     return f"""set -eu
+{_DOCKER_INSTALLED}
 network={net}
 if owner=$(docker network inspect --format {_OWNER_FORMAT} "$network" 2>&1); then
   if [ "$owner" != {own} ]; then
@@ -150,6 +156,7 @@ def delete_script(network: str, cluster: str) -> str:
     alone (a warning); containers still attached stop the delete, naming them."""
     net, own = shlex.quote(network), shlex.quote(cluster)
     return f"""set -eu
+{_DOCKER_INSTALLED}
 network={net}
 if ! owner=$(docker network inspect --format {_OWNER_FORMAT} "$network" 2>&1); then
   case "$owner" in

@@ -26,9 +26,11 @@ VERIFIED_MARKER = ".verified"
 FETCH_TIMEOUT_SECONDS = 600
 
 
-def chart_dir(source: ChartSource = versions.KAMAJI_CHART_SOURCE) -> str:
-    """Where the verified chart lives, relative to the project: named after tag and digest."""
-    return f"{CACHE_DIR}/{source.name}-{source.tag}-{source.digest[:12]}"
+def chart_dir(kamaji: ChartSource = versions.KAMAJI_CHART_SOURCE,
+              etcd: ChartSource = versions.KAMAJI_ETCD_CHART_SOURCE) -> str:
+    """Where the verified chart lives, relative to the project: named after the tag and both
+    digests, so a change of either pin is a new folder (and a new chart path for the release)."""
+    return f"{CACHE_DIR}/{kamaji.name}-{kamaji.tag}-{kamaji.digest[:12]}-{etcd.digest[:12]}"
 
 
 def _digest_function() -> str:
@@ -53,13 +55,20 @@ def _download_function() -> str:
 
 def _take(source: ChartSource, into: str) -> str:
     """Shell: download the tag's archive, keep the chart's folder in `into`, check its digest."""
-    depth = source.path.count("/") + 2  # <repo>-<tag>/<path>/...
+    unpacked = f'"$tmp/unpacked-{source.name}"'
+    # The whole archive, then the chart's folder moved out: GNU and BSD tar alike (no --wildcards).
     return f"""echo "fetching {source.name} from {source.repository}@{source.tag}" >&2
 download {shlex.quote(source.archive_url)} "$tmp/{source.name}.tar.gz" || {{
   echo "cannot download {source.archive_url}; on a host without access, put the verified chart at" \\
     "$dir (make kamaji-chart on a host with access, then copy the folder)" >&2; exit 1; }}
-mkdir -p {into}
-tar -xzf "$tmp/{source.name}.tar.gz" -C {into} --strip-components={depth} --wildcards '*/{source.path}/*'
+mkdir -p {unpacked}
+tar -xzf "$tmp/{source.name}.tar.gz" -C {unpacked}
+set -- {unpacked}/*/{source.path}
+if [ ! -d "$1" ]; then
+  echo "the archive of {source.repository}@{source.tag} has no {source.path}: refused." >&2; exit 1
+fi
+mkdir -p "$(dirname {into})"
+mv "$1" {into}
 found=$(tree_digest {into})
 if [ "$found" != {source.digest} ]; then
   echo "the {source.name} chart of {source.repository}@{source.tag} ({source.path}) has content digest" \\
@@ -74,7 +83,7 @@ fi
 def fetch_script(kamaji: ChartSource = versions.KAMAJI_CHART_SOURCE,
                  etcd: ChartSource = versions.KAMAJI_ETCD_CHART_SOURCE) -> str:
     """Fetch, verify and assemble the chart (once: a verified folder is reused); print its path."""
-    target = chart_dir(kamaji)
+    target = chart_dir(kamaji, etcd)
     return f"""set -eu
 dir={shlex.quote(target)}
 if [ -f "$dir/{VERIFIED_MARKER}" ]; then echo "$dir"; exit 0; fi

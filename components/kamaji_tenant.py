@@ -208,7 +208,7 @@ class KamajiTenant(pulumi.ComponentResource):
             # for a joined worker the create script alone changes nothing.
             triggers=[worker.name, worker.image, worker.management.docker_network,
                       self.control_plane_uid,
-                      node_join.container_spec_hash(worker, docker_host.proxy_digest(os.environ)),
+                      node_join.container_spec_hash(worker, docker_host.environment_digest(os.environ)),
                       host_flags],
             opts=pulumi.ResourceOptions(
                 parent=self, delete_before_replace=True,

@@ -6,7 +6,7 @@ import pulumi
 import pulumi_kubernetes as kubernetes
 from pulumi_command import local
 
-from components import docker_host, docker_network, kamaji_chart, readiness, versions
+from components import docker_host, docker_network, kamaji_chart, management_kindnet, readiness, versions
 from components import management_render as render
 from components.config import ManagementConfig
 from components.create_only import create_only_guards
@@ -118,6 +118,13 @@ class ManagementCluster(pulumi.ComponentResource):
             triggers=[self.cluster.id],
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.cluster])))
         self.host_flags = host_check.stdout
+        # The management cluster's kindnetd enforces tenant isolation: without kind v0.31.0's
+        # limits, as kind itself has it since (components/management_kindnet.py).
+        self.kindnet = local.Command(
+            f"{name}-kindnet-limits",
+            create=management_kindnet.remove_limits_script(management),
+            triggers=[self.cluster.id],
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.cluster])))
         self.pool = kubernetes.apiextensions.CustomResource(
             f"{name}-metallb-pool",
             api_version=render.METALLB_API_VERSION,
@@ -153,7 +160,7 @@ class ManagementCluster(pulumi.ComponentResource):
             values=render.kamaji_values(management),
             timeout=HELM_TIMEOUT_SECONDS,
             opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
-                depends_on=[self.cert_manager, chart, *self.create_only])))
+                depends_on=[self.cert_manager, chart, self.kindnet, *self.create_only])))
 
         # Kamaji's TCP webhooks fail closed and its readiness is a bare ping:
         # tenants wait until a dry-run TCP is accepted (components/readiness.py).

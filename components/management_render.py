@@ -25,6 +25,7 @@ KAMAJI_RELEASE = "kamaji"
 METALLB_POOL_NAME = "kind-pool"
 METALLB_API_VERSION = "metallb.io/v1beta1"
 KIND_NETWORK_ENV = "KIND_EXPERIMENTAL_DOCKER_NETWORK"
+_NODE_NETWORKS_FORMAT = shlex.quote("{{ range $name, $e := .NetworkSettings.Networks }}{{ $name }} {{ end }}")
 # Private folder (git-ignored) for the kubeconfig `kind create` writes.
 KIND_KUBECONFIG_DIR = ".kind"
 
@@ -66,8 +67,33 @@ def _list_clusters_or_fail(action: str) -> str:
     )
 
 
+def _node_on_network(management: ManagementConfig) -> str:
+    """Fail unless the kind node is attached to the platform's network.
+
+    kind takes the network from KIND_EXPERIMENTAL_DOCKER_NETWORK, a variable it calls
+    unsupported ("Here be dragons", kind v0.31.0 pkg/cluster/internal/providers/docker/
+    provider.go): a kind release that ignores it would put the node on `kind`, where workers
+    and MetalLB addresses are not, and the failure would surface far from its cause."""
+    node = shlex.quote(control_plane_container(management))
+    network = management.docker_network
+    return (
+        f"if ! networks=$(docker container inspect --format {_NODE_NETWORKS_FORMAT} {node} 2>&1); then\n"
+        f"  echo \"cannot inspect the kind node {node}: $networks\" >&2; exit 1\n"
+        "fi\n"
+        "networks=$(echo $networks)\n"
+        f"case \" $networks \" in *' {network} '*) ;; *)\n"
+        f"  echo \"the kind node {node} is on Docker network(s) $networks, not {network}: this kind\" \\\n"
+        f"    \"release ignores {KIND_NETWORK_ENV}. Delete it\" \\\n"
+        f"    \"(kind delete cluster --name {management.name}),\" \\\n"
+        f"    \"install kind {versions.KIND_CLI_VERSION} and run make up again.\" >&2\n"
+        "  exit 1 ;;\n"
+        "esac\n"
+    )
+
+
 def kind_create_script(management: ManagementConfig) -> str:
-    """Create the kind cluster unless it exists; the config arrives on stdin."""
+    """Create the kind cluster unless it exists (the config arrives on stdin), then check that
+    its node is on the platform's network."""
     name = shlex.quote(management.name)
     kubeconfig = shlex.quote(kind_kubeconfig_path(management))
     return (
@@ -79,6 +105,7 @@ def kind_create_script(management: ManagementConfig) -> str:
         f"  umask 077; mkdir -p {KIND_KUBECONFIG_DIR}\n"
         f"  kind create cluster --name {name} --config - --kubeconfig {kubeconfig} --wait 120s\n"
         "fi\n"
+        + _node_on_network(management)
     )
 
 

@@ -27,8 +27,10 @@ NODE_READY_WAIT = (120, 2)
 DRAIN_TIMEOUT = "120s"
 # kubectl sets no request timeout of its own: a tenant API whose address no longer answers (its
 # control plane went with a lost kind cluster) would hold each worker's delete for the length of
-# the kernel's connect retries.
+# the kernel's connect retries, once per discovery attempt. Each request is bounded, and each
+# call as a whole (coreutils `timeout`, in the node image).
 API_REQUEST_TIMEOUT = "30s"
+API_CALL_TIMEOUT_SECONDS = 90
 # Exit codes of the node removal inside the container.
 REMOVED, DRAIN_FAILED, API_UNREACHABLE = 0, 2, 3
 # Kamaji's own e2e joins kindest/node containers with these (clastix/kamaji 26.8.2-edge
@@ -86,12 +88,12 @@ def docker_run_args(worker: Worker) -> list[str]:
     ]
 
 
-def container_spec_hash(worker: Worker, proxies: str = "") -> str:
-    """Changes exactly when the container would be started differently (its flags, the proxies
-    it would get, as `docker_host.proxy_digest`): a worker trigger, so a changed specification
-    replaces running workers (create alone is a no-op for a joined one). The host's own flags
-    are a trigger of their own (an output of the host check)."""
-    spec = [*docker_run_args(worker), *([proxies] if proxies else [])]
+def container_spec_hash(worker: Worker, environment: str = "") -> str:
+    """Changes exactly when the container would be started differently (its flags, what it
+    would get from the environment of `up`: `docker_host.environment_digest`): a worker
+    trigger, so a changed specification replaces running workers (create alone is a no-op for
+    a joined one). The host's own flags are a trigger of their own (the host check's output)."""
+    spec = [*docker_run_args(worker), *([environment] if environment else [])]
     return hashlib.sha256("\0".join(spec).encode()).hexdigest()[:16]
 
 
@@ -299,10 +301,11 @@ def _inner_delete_script(node: str, kubeconfig: str) -> str:
     emptyDir volumes: both would go with the node anyway.
     """
     kc = kubeconfig
+    bounded = (f"timeout {API_CALL_TIMEOUT_SECONDS} kubectl --kubeconfig {kc}"
+               f" --request-timeout={API_REQUEST_TIMEOUT}")
     return f"""set -u
 trap 'rm -f {kc}' EXIT
-if ! found=$(kubectl --kubeconfig {kc} --request-timeout={API_REQUEST_TIMEOUT} get node {node} \\
-    -o name 2>&1); then
+if ! found=$({bounded} get node {node} -o name 2>&1); then
   case "$found" in
     *"(NotFound)"*) echo "node {node} is not in the tenant"; exit {REMOVED} ;;
   esac
@@ -317,8 +320,7 @@ if [ "$1" = drain ]; then
     echo "$out"; exit {DRAIN_FAILED}
   fi
 fi
-if ! out=$(kubectl --kubeconfig {kc} --request-timeout={API_REQUEST_TIMEOUT} delete node {node} \\
-    --ignore-not-found --timeout=60s 2>&1); then
+if ! out=$({bounded} delete node {node} --ignore-not-found --timeout=60s 2>&1); then
   echo "$out"; exit {API_UNREACHABLE}
 fi
 echo "node {node} removed from the tenant"

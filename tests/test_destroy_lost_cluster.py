@@ -4,15 +4,18 @@ Every Kubernetes object of the platform is `deleted_with` the kind cluster's com
 tenant's control plane, and in a destroy the engine skips the provider's delete for a resource
 whose `deleted_with` resource is deleted too (pulumi/pulumi v3.276.0
 pkg/resource/deploy/step.go `DeleteStep.Apply`: `isDeletedWith(s.old.DeletedWith,
-s.otherDeletions)` comes before the provider's `Delete`). A Kubernetes provider whose cluster
-does not answer configures anyway, marking it unreachable instead of failing (pulumi-kubernetes
-v4.32.0 provider/pkg/provider/provider.go `Configure`: `k.clusterUnreachable = true`; only a
-call that needs the cluster fails then), and a destroy runs no program and no refresh.
+s.otherDeletions)` comes before the provider's `Delete`). The engine still loads and configures
+each resource's provider; a Kubernetes provider whose cluster does not answer configures anyway,
+marking it unreachable instead of failing (pulumi-kubernetes v4.32.0
+provider/pkg/provider/provider.go `Configure`: `k.clusterUnreachable = true`; only a call that
+needs the cluster fails then; `make down` bounds each of its requests with
+PULUMI_K8S_CLIENT_TIMEOUT). A destroy runs no program and no refresh.
 
-So what a destroy asks of the outside world is the Commands' delete scripts. This test plans
-`make down` over the deployed dev stack (tests/plan_model.py), then runs each delete script the
-plan calls, in the plan's order, against stand-in tools in which the kind cluster is gone and
-the tenant API servers (its pods) do not answer: every one succeeds, and nothing is left.
+So the deletes that act on the outside world are the Commands' delete scripts. This test plans
+`make down` over the deployed dev stack (tests/plan_model.py: the engine's skip rule as modeled
+there, not the engine itself), then runs each delete script the plan keeps, dependents first as
+the engine orders them, against stand-in tools in which the kind cluster is gone and the tenant
+API servers (its pods) do not answer: every one succeeds, and nothing is left.
 """
 
 from __future__ import annotations
@@ -83,7 +86,7 @@ def host_as_left_by_a_lost_cluster(program: Program, env: dict[str, str], cwd: P
     return workers
 
 
-def test_only_commands_reach_out_and_no_kubernetes_object_is_deleted_through_its_provider(deployed):
+def test_no_kubernetes_object_is_deleted_through_its_provider(deployed):
     calls = make_down_calls(deployed)
     assert {reg.type for _, reg in calls} == {COMMAND}
     with_scripts = sorted(reg.name for _, reg in calls if reg.inputs.get("delete"))
@@ -98,6 +101,19 @@ def test_the_network_goes_after_everything_attached_to_it(deployed):
     for reg in deployed.registrations:
         if reg.name in ("management-kind", "tenant-a-worker-0", "tenant-a-worker-1", "tenant-b-worker-0"):
             assert network in depends_transitively(deployed, reg), reg.name
+
+
+def dependents_first(program: Program, regs: list) -> list[tuple[str, str]]:
+    """(name, delete script) in an order the engine may delete them: a resource only once
+    nothing that depends on it (transitively) is left (pulumi deletes dependents first)."""
+    left, ordered = list(regs), []
+    while left:
+        ready = [r for r in left if not any(r.urn in depends_transitively(program, other)
+                                            for other in left if other is not r)]
+        assert ready, "a dependency cycle"
+        ordered += [(r.name, r.inputs["delete"]) for r in ready]
+        left = [r for r in left if r not in ready]
+    return ordered
 
 
 def depends_transitively(program: Program, reg) -> set[str]:
@@ -115,11 +131,8 @@ def test_make_down_finishes_when_the_kind_cluster_was_deleted_by_hand(deployed, 
     env = tools(tmp_path)
     workers = host_as_left_by_a_lost_cluster(deployed, env, tmp_path)
     state = Path(env["FAKE_DOCKER_STATE"])
-    scripts = [(reg.name, reg.inputs["delete"]) for _, reg in make_down_calls(deployed)
-               if reg.inputs.get("delete")]
-    network = [s for s in scripts if s[0] == "management-network"]
-    ordered = [s for s in scripts if s[0] != "management-network"] + network  # as the engine orders
-    for name, script in ordered:
+    scripts = [reg for _, reg in make_down_calls(deployed) if reg.inputs.get("delete")]
+    for name, script in dependents_first(deployed, scripts):
         # make down: KHP_SKIP_DRAIN=1; the tenant API servers were pods of the lost cluster.
         result = sh(script, env, tmp_path, **{node_join.SKIP_DRAIN_ENV: "1"}, FAKE_API_DOWN="1")
         assert result.returncode == 0, f"{name}: {result.stderr}"

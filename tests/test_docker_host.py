@@ -62,7 +62,10 @@ def test_a_docker_that_does_not_answer_fails_the_check(tmp_path):
 def test_proxies_upper_case_first_and_a_digest_that_reveals_nothing():
     env = {"http_proxy": "http://a:3128", "HTTP_PROXY": "http://b:3128", "no_proxy": "x", "PATH": "/bin"}
     assert docker_host.proxy_settings(env) == {"HTTP_PROXY": "http://b:3128", "NO_PROXY": "x"}
-    digest = docker_host.proxy_digest(env)
+    digest = docker_host.environment_digest(env)
     assert digest and "3128" not in digest
-    assert docker_host.proxy_digest({"PATH": "/bin"}) == "", "no proxy: the specification is unchanged"
-    assert docker_host.proxy_digest({**env, "HTTP_PROXY": "http://c:3128"}) != digest
+    assert docker_host.environment_digest({"PATH": "/bin"}) == "", "nothing passed: the spec is unchanged"
+    assert docker_host.environment_digest({**env, "HTTP_PROXY": "http://c:3128"}) != digest
+    assert docker_host.environment_digest({"NO_PROXY": "x"}), "NO_PROXY alone is passed, as kind does"
+    snapshotter = {docker_host.SNAPSHOTTER_VARIABLE: "fuse-overlayfs"}
+    assert docker_host.environment_digest(snapshotter), "the snapshotter the node's containerd uses"

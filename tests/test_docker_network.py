@@ -169,3 +169,14 @@ class TestDelete:
         assert run(DELETE, tmp_path).returncode == 0
         down = run(DELETE, tmp_path, FAKE_DOCKER_DOWN="1")
         assert down.returncode == 1 and "nothing removed" in down.stderr
+
+
+@pytest.mark.parametrize("script", [CREATE, DELETE], ids=["create", "delete"])
+def test_a_missing_docker_is_an_error_never_a_missing_network(tmp_path, script):
+    """The shell's `docker: not found` must not read as the daemon's "network … not found"."""
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    result = subprocess.run(["/bin/sh", "-c", script], env={"PATH": str(empty)}, capture_output=True,
+                            text=True, timeout=30, check=False)
+    assert result.returncode == 1 and "docker is not installed" in result.stderr
+    assert "already gone" not in result.stdout

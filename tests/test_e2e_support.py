@@ -215,3 +215,24 @@ def test_a_probe_that_cannot_reach_the_container_is_an_error_not_a_drop(tmp_path
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     with pytest.raises(RuntimeError, match="No such container"):
         support.host_network_probe("x", "172.30.255.201", 6443)
+
+
+def test_a_stray_container_probes_from_the_platform_network_with_the_same_verdicts(tmp_path, monkeypatch):
+    docker = tmp_path / "docker"
+    docker.write_text(f"#!/bin/sh\necho \"$*\" > {tmp_path}/call\nexit 124\n")
+    docker.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    image = "kindest/node:v1.35.0"
+    assert support.stray_container_probe("kamaji-hami", image, "172.30.255.201", 8132) == "closed:timeout"
+    assert (tmp_path / "call").read_text().split() == [
+        "run", "--rm", "--network", "kamaji-hami", "--entrypoint", "timeout", image,
+        "3", "bash", "-c", "exec", "3<>/dev/tcp/172.30.255.201/8132"]
+
+
+def test_a_stray_container_that_cannot_start_is_an_error_not_a_drop(tmp_path, monkeypatch):
+    docker = tmp_path / "docker"
+    docker.write_text("#!/bin/sh\necho 'Unable to find image x locally' >&2\nexit 125\n")
+    docker.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    with pytest.raises(RuntimeError, match="Unable to find image"):
+        support.stray_container_probe("kamaji-hami", "x", "172.30.255.201", 6443)

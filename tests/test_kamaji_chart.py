@@ -50,14 +50,15 @@ class FileSource(ChartSource):
         return self.url
 
 
-def sources(tmp_path: Path, kamaji_files=KAMAJI_FILES, etcd_digest: str | None = None):
+def sources(tmp_path: Path, kamaji_files=KAMAJI_FILES, etcd_digest: str | None = None,
+            etcd_files=ETCD_FILES):
     kamaji = FileSource("kamaji", "clastix/kamaji", "26.8.2-edge", "charts/kamaji", tree_digest(KAMAJI_FILES))
     object.__setattr__(kamaji, "url", archive(tmp_path / "k.tar.gz", "kamaji-26.8.2-edge", "charts/kamaji",
                                               kamaji_files).as_uri())
     etcd = FileSource("kamaji-etcd", "clastix/kamaji-etcd", "v0.15.0", "charts/kamaji-etcd",
-                      etcd_digest or tree_digest(ETCD_FILES))
+                      etcd_digest or tree_digest(etcd_files))
     object.__setattr__(etcd, "url", archive(tmp_path / "e.tar.gz", "kamaji-etcd-0.15.0", "charts/kamaji-etcd",
-                                            ETCD_FILES).as_uri())
+                                            etcd_files).as_uri())
     return kamaji, etcd
 
 
@@ -73,7 +74,7 @@ def test_the_verified_chart_is_assembled_with_its_kamaji_etcd(tmp_path):
     result = fetch(tmp_path, kamaji, etcd)
     assert result.returncode == 0, result.stderr
     chart = tmp_path / "project" / result.stdout.strip()
-    assert result.stdout.strip() == kamaji_chart.chart_dir(kamaji)
+    assert result.stdout.strip() == kamaji_chart.chart_dir(kamaji, etcd)
     assert (chart / "Chart.yaml").read_text() == KAMAJI_FILES["Chart.yaml"]
     assert (chart / "charts" / "kamaji-etcd" / "values.yaml").read_text() == "replicas: 3\n"
     assert not (chart / "charts" / "kamaji-crds").exists(), "only the chart's own folder"
@@ -84,7 +85,7 @@ def test_a_verified_chart_is_reused_without_downloading(tmp_path):
     assert fetch(tmp_path, kamaji, etcd).returncode == 0
     (tmp_path / "k.tar.gz").unlink()
     again = fetch(tmp_path, kamaji, etcd)
-    assert again.returncode == 0 and again.stdout.strip() == kamaji_chart.chart_dir(kamaji)
+    assert again.returncode == 0 and again.stdout.strip() == kamaji_chart.chart_dir(kamaji, etcd)
 
 
 def test_a_chart_whose_content_changed_is_refused_naming_both_digests(tmp_path):
@@ -94,7 +95,7 @@ def test_a_chart_whose_content_changed_is_refused_naming_both_digests(tmp_path):
     changed = tree_digest({**KAMAJI_FILES, "templates/a.yaml": "kind: Changed\n"})
     assert f"content digest {changed}" in result.stderr and f"pins {kamaji.digest}" in result.stderr
     assert "components/versions.py" in result.stderr
-    assert not (tmp_path / "project" / kamaji_chart.chart_dir(kamaji)).exists(), "nothing half-built"
+    assert not (tmp_path / "project" / kamaji_chart.chart_dir(kamaji, etcd)).exists(), "nothing half-built"
 
 
 def test_kamaji_etcd_is_verified_too(tmp_path):
@@ -109,3 +110,23 @@ def test_an_unreachable_archive_says_how_to_bring_the_chart(tmp_path):
     result = fetch(tmp_path, kamaji, etcd)
     assert result.returncode == 1
     assert "cannot download" in result.stderr and "make kamaji-chart" in result.stderr
+
+
+def test_a_new_kamaji_etcd_pin_is_a_new_folder_not_the_verified_old_one(tmp_path):
+    """Only the kamaji-etcd pin moves: the reused folder would still hold the old kamaji-etcd."""
+    kamaji, etcd = sources(tmp_path)
+    old = fetch(tmp_path, kamaji, etcd).stdout.strip()
+    newer = {**ETCD_FILES, "values.yaml": "replicas: 5\n"}
+    kamaji, etcd = sources(tmp_path, etcd_files=newer)
+    result = fetch(tmp_path, kamaji, etcd)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() != old
+    chart = tmp_path / "project" / result.stdout.strip()
+    assert (chart / "charts" / "kamaji-etcd" / "values.yaml").read_text() == "replicas: 5\n"
+
+
+def test_an_archive_without_the_chart_is_refused(tmp_path):
+    kamaji, etcd = sources(tmp_path)
+    object.__setattr__(kamaji, "path", "charts/not-there")
+    result = fetch(tmp_path, kamaji, etcd)
+    assert result.returncode == 1 and "has no charts/not-there" in result.stderr

@@ -88,7 +88,8 @@ def test_down_destroys_protected_resources_on_purpose_without_draining(tools, tm
     Run for real with stand-in docker, kind and pulumi (which records what it is asked)."""
     fake_tool(tools, "pulumi", f"""case "$1" in
   version) echo "v{versions.PULUMI_CLI_MIN_VERSION}" ;;
-  destroy) echo "$* KHP_SKIP_DRAIN=${{KHP_SKIP_DRAIN:-}}" >> {tmp_path}/destroy ;;
+  destroy) echo "$* KHP_SKIP_DRAIN=${{KHP_SKIP_DRAIN:-}} TIMEOUT=${{PULUMI_K8S_CLIENT_TIMEOUT:-}}" \
+             >> {tmp_path}/destroy ;;
 esac
 exit 0""")
     fake_kind(tools, versions.KIND_CLI_VERSION)
@@ -100,7 +101,8 @@ exit 0""")
     assert result.returncode == 0, result.stdout + result.stderr
     destroy = (tmp_path / "destroy").read_text().split()
     assert destroy[:2] == ["destroy", "--yes"] and "--ignore-protect" in destroy
-    assert destroy[destroy.index("--stack") + 1] == "lab" and destroy[-1] == "KHP_SKIP_DRAIN=1"
+    assert destroy[destroy.index("--stack") + 1] == "lab" and destroy[-2] == "KHP_SKIP_DRAIN=1"
+    assert destroy[-1] == "TIMEOUT=30", "a lost cluster's providers configure within a bound"
 
 
 def test_unprotect_tenant_names_the_tenant_or_says_how(tools):

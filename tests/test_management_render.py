@@ -15,11 +15,18 @@ from components.config import ManagementConfig
 pytestmark = pytest.mark.unit
 
 
-def run_with_kind(script: str, workdir, clusters: str = "", docker_down: bool = False):
+def run_with_kind(script: str, workdir, clusters: str = "", docker_down: bool = False,
+                  node_networks: str = "kamaji-hami"):
     """Run a kind script in `workdir` with a stand-in kind that lists `clusters` (or fails
-    as kind does when Docker does not answer) and records its calls."""
+    as kind does when Docker does not answer) and records its calls, and a stand-in docker
+    whose kind node is attached to `node_networks`."""
     bin_dir = workdir / "bin"
     bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "docker").write_text(f"""#!/bin/bash
+printf '%s\\n' "$*" >> {workdir}/docker.calls
+[ "$1 $2" = "container inspect" ] && [[ "$4" == *NetworkSettings.Networks* ]] && echo "{node_networks} "
+""")
+    (bin_dir / "docker").chmod(0o755)
     (bin_dir / "kind").write_text(f"""#!/bin/bash
 printf '%s\\n' "$*" >> {workdir}/kind.calls
 if [ "$1 $2" = "get clusters" ]; then
@@ -55,6 +62,18 @@ class TestKind:
         assert result.returncode == 0, result.stderr
         assert kind_calls(tmp_path)[-1] == \
             "create cluster --name mgmt --config - --kubeconfig .kind/mgmt.kubeconfig --wait 120s"
+
+    def test_create_fails_when_kind_put_its_node_on_another_network(self, tmp_path):
+        """kind reads the network from an env variable it calls unsupported (kind v0.31.0
+        providers/docker/provider.go): a release that ignores it is caught at once."""
+        script = render.kind_create_script(ManagementConfig(name="mgmt"))
+        ok = run_with_kind(script, tmp_path, clusters="")
+        assert ok.returncode == 0, ok.stderr
+        assert "container inspect" in (tmp_path / "docker.calls").read_text()
+        wrong = run_with_kind(script, tmp_path, clusters="mgmt", node_networks="kind")
+        assert wrong.returncode == 1
+        assert "is on Docker network(s) kind, not kamaji-hami" in wrong.stderr
+        assert "kind delete cluster --name mgmt" in wrong.stderr and "v0.31.0" in wrong.stderr
 
     def test_create_never_touches_the_users_kubeconfig(self, tmp_path):
         """kind writes only the file --kubeconfig names (kind v0.31.0

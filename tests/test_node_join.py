@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -235,6 +236,19 @@ class TestDelete:
         assert not (joined / "containers" / "tenant-a-worker-0").exists()
 
 
+    def test_an_api_that_never_answers_holds_the_delete_only_for_the_bound(self, worker, joined,
+                                                                            monkeypatch):
+        """A lost cluster's API address may drop packets instead of refusing them."""
+        monkeypatch.setattr(node_join, "API_CALL_TIMEOUT_SECONDS", 1)
+        started = time.monotonic()
+        result = run(node_join.delete_script(worker), joined, FAKE_API_BLACKHOLE="1",
+                     **{node_join.SKIP_DRAIN_ENV: "1"})
+        assert result.returncode == 0, result.stderr
+        assert time.monotonic() - started < 20, "bounded by the call timeout, not kubectl's retries"
+        assert "could not remove node" in result.stderr
+        assert not (joined / "containers" / "tenant-a-worker-0").exists()
+
+
 def test_scripts_hold_no_secret_only_the_variable_name(worker):
     for script in (node_join.create_script(worker), node_join.delete_script(worker)):
         assert f"${node_join.KUBECONFIG_ENV}" in script
@@ -280,6 +294,23 @@ class TestDockerHostAndState:
         assert "--volume /dev/mapper:/dev/mapper --userns=host" in docker_run
         assert "-e HTTPS_PROXY" in docker_run and "-e no_proxy" in docker_run
         assert "s3cret" not in docker_run, "a proxy's credentials never on a command line"
+
+    @pytest.mark.parametrize("environment, passed", [
+        ({}, []),
+        ({"NO_PROXY": "corp.example"}, ["NO_PROXY", "no_proxy"]),
+        ({"http_proxy": "http://proxy:3128"}, ["HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"]),
+    ])
+    def test_proxy_variables_are_passed_as_kind_passes_them(self, worker, tmp_path, monkeypatch,
+                                                           environment, passed):
+        """kind v0.31.0 providers/common/proxy.go: any one set passes those set, NO_PROXY then
+        extended; provision.go passes KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER always."""
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        assert run(node_join.create_script(worker), tmp_path, **environment).returncode == 0
+        (docker_run,) = [c for c in calls(tmp_path) if c.startswith("run ")]
+        flags = docker_run.split()
+        names = [flags[i + 1] for i, flag in enumerate(flags) if flag == "-e"]
+        assert names == ["KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER", *passed]
 
     def test_the_join_waits_for_everything_kamaji_sets_up_for_it(self, worker, tmp_path, monkeypatch):
         """Kamaji starts its four setup steps at once: the join waits until what it reads exists."""

@@ -114,7 +114,7 @@ class TestImagesPinned:
     def test_a_local_chart_is_pinned_by_a_digest_in_its_name_only(self):
         def release(chart: str) -> Resource:
             return Resource(rules.HELM_RELEASE_TYPE, "kamaji", {"chart": chart, "values": {}})
-        assert rules.images_pinned(release(".charts/kamaji-26.8.2-edge-230b40f26964")) == []
+        assert rules.images_pinned(release(".charts/kamaji-26.8.2-edge-230b40f26964-40756e29e933")) == []
         assert "no content digest" in rules.images_pinned(release("./my-kamaji-chart"))[0]
         unknown = Resource(rules.HELM_RELEASE_TYPE, "kamaji", {"chart": rules.UNKNOWN})
         assert rules.images_pinned(unknown) == []
@@ -122,7 +122,7 @@ class TestImagesPinned:
     def test_a_checked_local_kamaji_chart_still_needs_its_image_tag(self):
         """The provider's Check sets `version` from the chart's Chart.yaml (0.0.0+latest at
         clastix/kamaji 26.8.2-edge, appVersion `latest`): the image tag must pin Kamaji."""
-        chart = ".charts/kamaji-26.8.2-edge-230b40f26964"
+        chart = ".charts/kamaji-26.8.2-edge-230b40f26964-40756e29e933"
         unpinned = Resource(rules.HELM_RELEASE_TYPE, "kamaji",
                             {"chart": chart, "version": "0.0.0+latest", "values": {"image": {}}})
         pinned = Resource(rules.HELM_RELEASE_TYPE, "kamaji", {

@@ -177,11 +177,12 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
     "management-network": ("added", _NETWORK),
     "management-docker-host": ("added", "issue 18: what kind adds to its nodes on some hosts"),
     "management-kamaji-chart": ("added", _CHART),
+    "management-kindnet-limits": ("added", "issue 18: the isolating management kindnetd without limits"),
     "kamaji": ("chart,repositoryOpts,version", _CHART),
     "management-create-only-dockerSubnet": ("added", f"{_GUARD}; {_NETWORK}"),
     **{f"{tenant}-create-only-addressBlock": ("added", f"{_GUARD}; {_NETWORK}")
        for tenant in ("tenant-a", "tenant-b")},
-    "management-kind": ("environment,triggers", _NETWORK),
+    "management-kind": ("create,environment,triggers", f"{_NETWORK}; the node checked on it"),
     "management-metallb-pool": ("spec", f"{_NETWORK}: the range is known from the config"),
     **{f"{tenant}-networkpolicy-{tenant}-allow-control-plane-ingress": (
         "spec", "issue 18: only the tenant's own workers, the host and Kamaji")

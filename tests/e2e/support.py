@@ -282,20 +282,47 @@ def probe_pod(name: str, targets: dict[str, str], port: int) -> dict[str, Any]:
 HOST_PROBE_TIMEOUT = PROBE_CONNECT_TIMEOUT + 30  # docker exec itself, on a loaded host
 
 
-def host_network_probe(container: str, address: str, port: int) -> str:
-    """A TCP connection from a worker container's own network (its node, as a tenant's
-    privileged pod would use it): `open`, `closed:refused` (answered at once) or
-    `closed:timeout` (dropped), with bash's /dev/tcp and coreutils' timeout, both in kindest/node."""
-    connect = f"exec 3<>/dev/tcp/{address}/{port}"
-    command = ["docker", "exec", container, "timeout", str(PROBE_CONNECT_TIMEOUT), "bash", "-c", connect]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=HOST_PROBE_TIMEOUT, check=False)
+def _connect(address: str, port: int) -> list[str]:
+    """A bounded TCP connect with bash's /dev/tcp and coreutils' timeout (both in kindest/node)."""
+    return ["timeout", str(PROBE_CONNECT_TIMEOUT), "bash", "-c", f"exec 3<>/dev/tcp/{address}/{port}"]
+
+
+def _verdict(result: subprocess.CompletedProcess[str], where: str) -> str:
     if result.returncode == 0:
         return "open"
     if result.returncode == TIMED_OUT:
         return "closed:timeout"
-    if "No such container" in result.stderr or "Cannot connect to the Docker daemon" in result.stderr:
-        raise RuntimeError(f"cannot probe from {container}: {result.stderr.strip()}")
+    if any(text in result.stderr for text in ("No such container", "Cannot connect to the Docker daemon",
+                                              "Unable to find image", "docker: Error")):
+        raise RuntimeError(f"cannot probe from {where}: {result.stderr.strip()}")
     return "closed:refused"
+
+
+def host_network_probe(container: str, address: str, port: int) -> str:
+    """A TCP connection from a worker container's own network (its node, as a tenant's
+    privileged pod would use it): `open`, `closed:refused` (answered at once) or
+    `closed:timeout` (dropped)."""
+    result = subprocess.run(["docker", "exec", container, *_connect(address, port)], capture_output=True,
+                            text=True, timeout=HOST_PROBE_TIMEOUT, check=False)
+    return _verdict(result, container)
+
+
+def stray_container_probe(network: str, image: str, address: str, port: int) -> str:
+    """The same connection from a throwaway container on the platform's Docker network that is
+    no worker (Docker gives it an address of the dynamic quarter): what anything else a host
+    user starts there sees. `image` is one the host has (a worker's kindest/node)."""
+    command = ["docker", "run", "--rm", "--network", network, "--entrypoint", "timeout", image,
+               *_connect(address, port)[1:]]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=HOST_PROBE_TIMEOUT, check=False)
+    return _verdict(result, f"a container on {network}")
+
+
+def kind_node_address(container: str, network: str) -> str:
+    """The kind node's address on the platform's network."""
+    result = subprocess.run(["docker", "container", "inspect", "--format",
+                             f'{{{{ (index .NetworkSettings.Networks "{network}").IPAddress }}}}', container],
+                            capture_output=True, text=True, timeout=HOST_PROBE_TIMEOUT, check=True)
+    return result.stdout.strip()
 
 
 class Timer:

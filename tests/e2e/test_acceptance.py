@@ -17,13 +17,23 @@ from urllib.parse import urlparse
 
 import pytest
 
+from components import versions
 from components.gpu_fit import CARD_INSUFFICIENT_CORE
 from components.hami_render import HAMI_NAMESPACE, SCHEDULER_NAME
+from components.management_render import control_plane_container
 from components.tenantcontrolplane import API_PORT, KONNECTIVITY_PORT
 from tests.e2e import cases
 from tests.e2e.cases import NAMESPACE, GpuTenant
 from tests.e2e.conftest import LiveStack
-from tests.e2e.support import REQUEST_TIMEOUT, host_network_probe, probe_pod, probe_results, wait_for
+from tests.e2e.support import (
+    REQUEST_TIMEOUT,
+    host_network_probe,
+    kind_node_address,
+    probe_pod,
+    probe_results,
+    stray_container_probe,
+    wait_for,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -181,6 +191,8 @@ def test_tc02_isolation_between_tenants(live: LiveStack, namespaces):
             assert reached == POLICY_DROP, f"{worker} (host network) -> {other}'s {theirs}:{port}: {reached}"
         seen[f"{own} -> {other}"] = {"pod": from_pod, "worker": "dropped"}
 
+    stray = stray_probes(live, tenants[:2])
+
     api = core(live.management)
     other_service = api.read_namespaced_service(second, second, _request_timeout=T)
     targets = {"own": api.read_namespaced_service(first, first, _request_timeout=T).spec.cluster_ip,
@@ -197,7 +209,26 @@ def test_tc02_isolation_between_tenants(live: LiveStack, namespaces):
     assert unpoliced.get("other") == POLICY_DROP, \
         f"from a namespace with no policy, {second}'s control plane answered {unpoliced}: " \
         "its ingress does not deny"
-    print(f"[tc02] tenants: {seen}; from {first}'s namespace: {from_own}; unpoliced: {unpoliced}")
+    print(f"[tc02] tenants: {seen}; from {first}'s namespace: {from_own}; unpoliced: {unpoliced}; "
+          f"from a stray container: {stray}")
+
+
+def stray_probes(live: LiveStack, tenants: list[str]) -> dict[str, str]:
+    """A container on the platform's network that is no worker reaches no control plane; the
+    kind node's own API server (host network, policed by nobody) answers it: the positive
+    control that the container's network works at all."""
+    management = live.platform.management
+    network = management.docker_network
+    image = versions.kind_node_image(live.platform.tenants[0].kubernetes_version)
+    kind_api = kind_node_address(control_plane_container(management), network)
+    found = {"kind node API": stray_container_probe(network, image, kind_api, API_PORT)}
+    assert found["kind node API"] == "open", f"positive control: {found}"
+    for tenant in tenants:
+        address = endpoint_address(live, tenant)
+        for port in (API_PORT, KONNECTIVITY_PORT):
+            found[f"{tenant}:{port}"] = stray_container_probe(network, image, address, port)
+            assert found[f"{tenant}:{port}"] == POLICY_DROP, f"a stray container -> {tenant}:{port}: {found}"
+    return found
 
 
 def test_tc04_gpu_pod_without_scheduler_name_is_mutated(gpu_a: GpuTenant):
