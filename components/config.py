@@ -48,6 +48,12 @@ RESERVED_NAMESPACES = (
 QUOTA_KEYS = ("limits.nvidia.com/gpumem", "limits.nvidia.com/gpucores", "requests.nvidia.com/gpu")
 # Keys that look right and that nobody enforces -> the key that does the job.
 MISLEADING_QUOTA_KEYS = {"limits.nvidia.com/gpu": "requests.nvidia.com/gpu"}
+HAMI_QUOTA_PREFIX = "limits.nvidia.com/"
+# Namespaces HAMi's admission webhook leaves alone (the platform's
+# scheduler.admissionWebhook.whitelistNamespaces): their pods keep the default scheduler, so
+# HAMi's quota, checked by that webhook and when HAMi's scheduler fits a pod
+# (pkg/device/nvidia/device.go fitQuota), never applies there.
+WEBHOOK_EXCLUDED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _K8S_VERSION = re.compile(r"^v(\d+)\.(\d+)\.(\d+)$")
@@ -353,6 +359,10 @@ def _parse_quotas(raw: Any, path: str, problems: _Problems) -> dict[str, dict[st
                 problems.add(f"{ns_path}.{key}", f"is enforced by nobody (Kubernetes counts "
                                                  f"extended resources only as requests): use "
                                                  f"{MISLEADING_QUOTA_KEYS[key]}")
+            elif key.startswith(HAMI_QUOTA_PREFIX) and namespace in WEBHOOK_EXCLUDED_NAMESPACES:
+                problems.add(f"{ns_path}.{key}", f"is enforced by nobody in {namespace}: HAMi's webhook "
+                                                 f"skips that namespace, so its pods never reach HAMi's "
+                                                 f"quota checks (requests.nvidia.com/gpu still applies)")
             elif key not in QUOTA_KEYS:
                 problems.add(f"{ns_path}.{key}", f"is not a GPU quota key HAMi or Kubernetes "
                                                  f"enforces (allowed: {', '.join(QUOTA_KEYS)})")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components import names, versions
+from components import config, names, versions
 from components.config import TenantConfig
 from components.gpu_devices import (
     GPU_NODE_LABEL,
@@ -35,7 +35,7 @@ BUILTIN_NAMESPACES = ("default", "kube-public", "kube-system", "kube-node-lease"
 # `kubernetes.io/metadata.name NotIn` namespaceSelector, HAMi 2.10.0
 # charts/hami/templates/scheduler/webhook.yaml): the system namespaces, where
 # HAMi itself, the CNI, kube-proxy, CoreDNS and the capacity agent run.
-WEBHOOK_EXCLUDED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
+WEBHOOK_EXCLUDED_NAMESPACES = config.WEBHOOK_EXCLUDED_NAMESPACES  # the config refuses HAMi quotas there
 
 
 def hami_values(tenant: TenantConfig) -> dict[str, Any]:

@@ -220,6 +220,25 @@ class TestQuotas:
         assert problem.startswith("tenants[0].gpuQuotas.team-a.limits.nvidia.com/gpu:")
         assert "enforced by nobody" in problem and "use requests.nvidia.com/gpu" in problem
 
+    @pytest.mark.parametrize("namespace", render.WEBHOOK_EXCLUDED_NAMESPACES)
+    @pytest.mark.parametrize("key", ["limits.nvidia.com/gpumem", "limits.nvidia.com/gpucores"])
+    def test_hami_quota_keys_are_refused_where_the_webhook_never_sends_pods_to_hami(
+            self, dev_config, namespace, key):
+        """HAMi checks its quota only when its scheduler fits a pod (HAMi v2.10.0
+        pkg/device/nvidia/device.go fitQuota); pods of the namespaces its webhook skips keep the
+        default scheduler, so a HAMi quota there is enforced by nobody."""
+        dev_config["tenants"][0]["gpuQuotas"] = {namespace: {key: 1, "requests.nvidia.com/gpu": 1}}
+        with pytest.raises(ConfigError) as caught:
+            parse_config(dev_config)
+        (problem,) = caught.value.problems
+        assert problem.startswith(f"tenants[0].gpuQuotas.{namespace}.{key}:")
+        assert f"enforced by nobody in {namespace}" in problem and "webhook" in problem
+
+    def test_the_kubernetes_counted_key_stays_allowed_in_system_namespaces(self, dev_config):
+        dev_config["tenants"][0]["gpuQuotas"] = {"kube-system": {"requests.nvidia.com/gpu": 2}}
+        quotas = parse_config(dev_config).tenants[0].gpu_quotas
+        assert quotas == {"kube-system": {"requests.nvidia.com/gpu": 2}}
+
     @pytest.mark.parametrize("key", ["requests.nvidia.com/gpumem", "limits.nvidia.com/gpumem-percentage",
                                      "gpu"])
     def test_other_keys_are_refused_with_their_path(self, dev_config, key):
