@@ -1,7 +1,9 @@
 """GPU model of the platform: devices, HAMi's fit, and a capacity planner.
 
-Public API: `GpuDevice`, `GpuRequest`, `fit`, `FitResult`, `plan`, `Placement`
-(see `components.gpu_devices` and `components.gpu_fit`).
+Public API: `GpuDevice`, `GpuRequest`, `fit`, `FitResult`, `plan`, `plan_nodes`,
+`plan_sequence`, `Plan`, `Placement`, `Span` (see `components.gpu_devices`,
+`components.gpu_fit` and `components.gpu_plan`: where HAMi may pick any of several tied nodes,
+the plan lists them and gives each count as a range over those choices).
 
 Planner, offline, from a stack's config file:
 
@@ -29,16 +31,30 @@ from components.gpu_devices import (
     GpuDevice,
     tenant_devices,
 )
-from components.gpu_fit import FitResult, GpuRequest, Placement, fit, plan, plan_nodes, pods_that_fit
+from components.gpu_fit import FitResult, GpuRequest, fit
+from components.gpu_plan import (
+    Placement,
+    Plan,
+    Span,
+    capacity,
+    plan,
+    plan_nodes,
+    plan_sequence,
+    pods_that_fit,
+)
 
 __all__ = [
     "FitResult",
     "GpuDevice",
     "GpuRequest",
     "Placement",
+    "Plan",
+    "Span",
+    "capacity",
     "fit",
     "plan",
     "plan_nodes",
+    "plan_sequence",
     "plan_tenant",
     "pods_that_fit",
     "reference_request",
@@ -57,20 +73,20 @@ def reference_request(platform: PlatformConfig) -> GpuRequest:
     return request
 
 
-def plan_tenant(tenant: TenantConfig, cluster: str, pods: list[GpuRequest]) -> list[Placement]:
-    """Plan pods on a tenant's GPU nodes with the tenant's HAMi policies."""
-    return plan_nodes(tenant_devices(tenant, cluster), pods, policy=tenant.hami.gpu_scheduler_policy,
-                      node_policy=tenant.hami.node_scheduler_policy)
+def plan_tenant(tenant: TenantConfig, cluster: str, pods: list[GpuRequest]) -> Plan:
+    """Plan pods on a tenant's GPU nodes with the tenant's HAMi policies, every tie followed."""
+    return plan_sequence(tenant_devices(tenant, cluster), pods, policy=tenant.hami.gpu_scheduler_policy,
+                         node_policy=tenant.hami.node_scheduler_policy)
 
 
 def tenant_capacity_summary(tenant: TenantConfig, cluster: str, request: GpuRequest) -> dict[str, Any]:
-    """Capacity of a tenant and how many pods of the reference shape it takes (stack output)."""
+    """Capacity of a tenant and how many pods of the reference shape it takes (stack output):
+    a number, or `{min, max}` when it depends on how HAMi breaks node ties."""
     nodes = tenant_devices(tenant, cluster)
     devices = [d for ds in nodes.values() for d in ds]
-    return {**GpuCapacity.of(devices).as_output(),
-            "referencePodsThatFit": pods_that_fit(nodes, request,
-                                                  policy=tenant.hami.gpu_scheduler_policy,
-                                                  node_policy=tenant.hami.node_scheduler_policy)}
+    fitting = capacity(nodes, request, policy=tenant.hami.gpu_scheduler_policy,
+                       node_policy=tenant.hami.node_scheduler_policy)
+    return {**GpuCapacity.of(devices).as_output(), "referencePodsThatFit": fitting.as_output()}
 
 
 def parse_pod(spec: str) -> GpuRequest:
@@ -102,14 +118,36 @@ def plan_report(platform: PlatformConfig, request: GpuRequest, count: int) -> di
     report: dict[str, Any] = {"request": asdict(request), "tenants": {}}
     for tenant in platform.tenants:
         devices = [d for ds in tenant_devices(tenant, platform.management.name).values() for d in ds]
-        placements = plan_tenant(tenant, platform.management.name, [request] * count)
+        planned = plan_tenant(tenant, platform.management.name, [request] * count)
         report["tenants"][tenant.name] = {
             "gpuSchedulerPolicy": tenant.hami.gpu_scheduler_policy,
             "nodeSchedulerPolicy": tenant.hami.node_scheduler_policy,
             "capacity": GpuCapacity.of(devices).as_output(),
-            "placements": [asdict(p) for p in placements],
+            "placements": [asdict(p) for p in planned.placements],
+            "summary": {"podsPlaced": planned.placed.as_output(), "podsRefused": planned.refused.as_output(),
+                        "cardsUsed": planned.cards_used.as_output(), "certain": planned.certain,
+                        "branches": planned.branches, "complete": planned.complete},
         }
     return report
+
+
+def _span(value: int | dict[str, int]) -> str:
+    return str(value) if isinstance(value, int) else f"{value['min']}-{value['max']}"
+
+
+def _placement_line(p: dict[str, Any]) -> list[str]:
+    share = f"{p['memory_mib']} MiB, {p['cores']} % cores per card"
+    if p["ok"] and len(p["nodes"]) == 1:
+        return [f"  {p['pod']:>3}  {p['node']:<20} {','.join(p['device_ids']):<40} placed ({share})"]
+    if p["ok"]:
+        return [f"  {p['pod']:>3}  {'tie: ' + ','.join(p['nodes']):<61} placed on one of them ({share})"]
+    if p["maybe_refused"]:
+        return [f"  {p['pod']:>3}  {'tie: ' + ','.join(p['nodes']):<61} placed or refused, "
+                f"as earlier ties went: {p['reason']}"]
+    lines = [f"  {p['pod']:>3}  {'-':<20} {'-':<40} refused: {p['reason']}"]
+    if p["scheduler_message"]:
+        lines.append(f"  {'':>3}  kubectl describe pod: {p['scheduler_message']}")
+    return lines
 
 
 def format_table(report: dict[str, Any]) -> str:
@@ -122,13 +160,14 @@ def format_table(report: dict[str, Any]) -> str:
                       f"{tenant['nodeSchedulerPolicy']}; {capacity['cards']} card(s), "
                       f"{capacity['memoryMiB']} MiB, {capacity['cores']} cores, {capacity['slots']} slots)",
                   f"  {'pod':>3}  {'node':<20} {'card':<40} result"]
-        for p in tenant["placements"]:
-            if p["ok"]:
-                cards = ",".join(p["device_ids"])
-                result = f"placed ({p['memory_mib']} MiB, {p['cores']} % cores per card)"
-                lines.append(f"  {p['pod']:>3}  {p['node']:<20} {cards:<40} {result}")
-            else:
-                lines.append(f"  {p['pod']:>3}  {'-':<20} {'-':<40} refused: {p['reason']}")
+        for placement in tenant["placements"]:
+            lines += _placement_line(placement)
+        summary = tenant["summary"]
+        verdict = "certain" if summary["certain"] else "HAMi breaks node ties at random: ranges cover all"
+        if not summary["complete"]:
+            verdict += f"; only {summary['branches']} branches followed"
+        lines.append(f"  placed {_span(summary['podsPlaced'])}, refused {_span(summary['podsRefused'])}, "
+                     f"cards in use {_span(summary['cardsUsed'])} ({verdict})")
     return "\n".join(lines)
 
 

@@ -1,20 +1,20 @@
-"""A pure-Python model of HAMi 2.10.0's NVIDIA placement.
+"""A pure-Python model of HAMi 2.10.0's NVIDIA placement on one node.
 
-Read from Project-HAMi/HAMi v2.10.0: pkg/device/nvidia/device.go `Fit` and
-`GenerateResourceRequests`, pkg/scheduler/score.go, pkg/scheduler/policy/.
+Read from Project-HAMi/HAMi v2.10.0: pkg/device/nvidia/device.go `MutateAdmission`, `Fit` and
+`GenerateResourceRequests`, pkg/scheduler/policy/gpu_policy.go.
 
-What it models: the request HAMi builds from a container's limits (with the
-admission webhook's defaults), the per-card check order and reason codes of
-`Fit`, binpack / spread / mutex card ordering, multi-card requests, NUMA
-binding, node-level `NodeInsufficientDevice`, and node choice by node policy.
-What it leaves out on purpose: MIG, NUMA/NVLink topology scores
-(`topology-aware`), ResourceQuota checks, per-pod scoring-weight annotations,
-multi-container and init-container pods.
+What it models: the request HAMi builds from a container's limits (with the admission
+webhook's defaults), the per-card check order and reason codes of `Fit`, binpack / spread /
+mutex card ordering with HAMi's float32 scores, multi-card requests, NUMA binding and
+node-level `NodeInsufficientDevice`. The choice between nodes, ties included, is
+`components.gpu_plan`. What it leaves out on purpose: MIG, NUMA/NVLink topology scores
+(`topology-aware`), ResourceQuota checks, per-pod scoring-weight annotations, multi-container
+and init-container pods.
 """
 
 from __future__ import annotations
 
-import copy
+import struct
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -51,6 +51,7 @@ VGPU_MODE = "nvidia.com/vgpu-mode"
 NUMA_BIND = "nvidia.com/numa-bind"
 
 POLICIES = ("binpack", "spread", "mutex")
+HAMI_SCORE_WEIGHT = 10  # pkg/util/types.go `Weight`
 PERCENTAGE_UNSET = 101
 FULL_CARD_CORES = 100
 INT32_MAX = 2**31 - 1
@@ -86,9 +87,12 @@ class GpuRequest:
             return None
         if percentage is not None and not 0 <= percentage <= 100:
             raise ValueError(f"{GPU_MEMORY_PERCENTAGE_RESOURCE} must be 0-100, got {percentage}")
-        whole_card = memory is None and percentage in (None, 100)
+        # The webhook's defaultExclusiveCoreIfNeeded (pkg/device/nvidia/device.go): with a
+        # percentage, exclusive exactly when it is 100, whatever gpumem says; without one, when
+        # no gpumem is given either.
+        whole_card = percentage == 100 if percentage is not None else memory is None
         if cores is None and whole_card:
-            cores = FULL_CARD_CORES  # webhook: a whole card's memory means exclusive use
+            cores = FULL_CARD_CORES  # a whole card's memory means exclusive use
         memreq = (memory or 0) * memory_factor
         if memory is not None and not 0 <= memreq <= INT32_MAX:
             return None
@@ -104,10 +108,18 @@ class GpuRequest:
                    coresreq=default_cores if cores is None else cores)
 
     def memory_on(self, device: GpuDevice) -> int:
-        """MiB this request takes on a given card."""
+        """MiB this request takes on a given card: gpumem when given, else the percentage of
+        the card (Fit, and what AddResourceUsage charges)."""
         if self.memreq > 0:
             return self.memreq
         return device.devmem * self.mempercentagereq // 100
+
+    def ranking_memory_on(self, device: GpuDevice) -> int:
+        """MiB HAMi counts when it ranks cards: the percentage of the card when one is given,
+        even beside gpumem (policy/gpu_policy.go `ComputeScore`), else gpumem."""
+        if self.mempercentagereq not in (0, PERCENTAGE_UNSET):
+            return device.devmem * self.mempercentagereq // 100
+        return self.memreq
 
 
 def _quantity(limits: Mapping[str, int | str], key: str) -> int | None:
@@ -134,24 +146,33 @@ def gen_reason(reasons: Counter[str], total: int) -> str:
     return ", ".join(sorted(f"{count}/{total} {code}" for code, count in reasons.items()))
 
 
+def f32(value: float) -> float:
+    """Round to float32, as Go's float32 arithmetic does after each operation (one rounding from
+    the exact double result is exact for + - * / of float32 operands: 53 >= 2 * 24 + 2 bits)."""
+    return struct.unpack("f", struct.pack("f", value))[0]
+
+
 def device_score(device: GpuDevice, request: GpuRequest) -> float:
-    """HAMi's ComputeScore with default weights, including the pending request."""
+    """HAMi's card score with default weights, the pending request included, in float32 as HAMi
+    computes it (policy/gpu_policy.go `ComputeScore`), so cards tie exactly when HAMi's tie."""
     if not (device.count and device.devcore and device.devmem):
         return 0.0
-    slots = (1 + device.used) / device.count
-    cores = (request.coresreq + device.usedcores) / device.devcore
-    memory = (request.memory_on(device) + device.usedmem) / device.devmem
-    return 100 * (slots + cores + memory)
+    slots = f32((1 + device.used) / device.count)
+    cores = f32((request.coresreq + device.usedcores) / device.devcore)
+    memory = f32((request.ranking_memory_on(device) + device.usedmem) / device.devmem)
+    return f32(HAMI_SCORE_WEIGHT * f32(f32(slots + cores) + memory))
 
 
 def order_devices(devices: list[GpuDevice], request: GpuRequest, policy: str | None) -> list[GpuDevice]:
-    """The list Fit walks (from its end): binpack ascending, spread descending by score."""
+    """The list Fit walks from its end, as `DeviceUsageList.Less` sorts it: binpack ascending,
+    spread descending by score, mutex busiest first; NUMA breaks ties; then the registration
+    order stays (Go's sort.Sort is an insertion sort, stable, up to 12 elements)."""
     if policy is None:
         return list(devices)
     if policy not in POLICIES:
         raise ValueError(f"unsupported GPU scheduler policy {policy!r} (model knows {POLICIES})")
     if policy == "mutex":
-        return sorted(devices, key=lambda d: (-d.used, d.index))
+        return sorted(devices, key=lambda d: (-d.used, d.numa, d.index))
     sign = 1 if policy == "binpack" else -1
     return sorted(devices, key=lambda d: (sign * device_score(d, request), d.numa, d.index))
 
@@ -264,75 +285,3 @@ def charge(devices: list[GpuDevice], request: GpuRequest, device_ids: list[str])
             device.used += 1
             device.usedmem += request.memory_on(device)
             device.usedcores += min(request.coresreq, FULL_CARD_CORES)
-
-
-@dataclass
-class Placement:
-    """Where one pod of a plan landed, or why it did not."""
-
-    pod: int
-    ok: bool
-    node: str | None
-    device_ids: list[str]
-    reason: str
-    memory_mib: int = 0
-    cores: int = 0
-
-
-def node_score(devices: list[GpuDevice]) -> float:
-    """HAMi's default node score over current usage."""
-    total = sum(d.count for d in devices)
-    cores = sum(d.devcore for d in devices)
-    memory = sum(d.devmem for d in devices)
-    if not (total and cores and memory):
-        return 0.0
-    return 100 * (sum(d.used for d in devices) / total + sum(d.usedcores for d in devices) / cores
-                  + sum(d.usedmem for d in devices) / memory)
-
-
-def plan_nodes(nodes: Mapping[str, list[GpuDevice]], pods: list[GpuRequest], *,
-               policy: str = "binpack", node_policy: str = "binpack") -> list[Placement]:
-    """Place pods one after another across nodes, charging each placement.
-
-    Works on copies: the caller's devices are not changed.
-    """
-    state = {name: copy.deepcopy(devices) for name, devices in sorted(nodes.items())}
-    placements = []
-    # A node's answer changes only when a placement charges it (or the request changes):
-    # cache it per node, so a fleet costs one fit per pod, not one per pod and node.
-    answers: dict[str, tuple[GpuRequest, FitResult]] = {}
-    for number, request in enumerate(pods, start=1):
-        fitting = {}
-        for name, devices in state.items():
-            cached = answers.get(name)
-            if cached is None or cached[0] != request:
-                cached = answers[name] = (request, fit(devices, request, policy=policy))
-            fitting[name] = cached[1]
-        candidates = [name for name, result in fitting.items() if result.ok]
-        if not candidates:
-            reason = "; ".join(f"{name}: {result.reason}" for name, result in fitting.items()) \
-                if len(fitting) > 1 else next(iter(fitting.values()), FitResult(False)).reason
-            placements.append(Placement(number, False, None, [], reason or "no GPU node"))
-            continue
-        scores = {name: node_score(state[name]) for name in candidates}
-        best = (max if node_policy == "binpack" else min)(candidates, key=lambda n: scores[n])
-        chosen = fitting[best]
-        charge(state[best], request, chosen.device_ids)
-        answers.pop(best, None)
-        card = next(d for d in state[best] if d.id == chosen.device_ids[0])
-        placements.append(Placement(number, True, best, chosen.device_ids, "",
-                                    request.memory_on(card), min(request.coresreq, FULL_CARD_CORES)))
-    return placements
-
-
-def plan(devices: list[GpuDevice], pods: list[GpuRequest], *, policy: str = "binpack") -> list[Placement]:
-    """Place pods one after another on one node's cards (the node is named `node`)."""
-    return plan_nodes({"node": devices}, pods, policy=policy)
-
-
-def pods_that_fit(nodes: Mapping[str, list[GpuDevice]], request: GpuRequest, *,
-                  policy: str = "binpack", node_policy: str = "binpack") -> int:
-    """How many pods of one shape a set of nodes takes before HAMi refuses the next."""
-    upper_bound = sum(d.count for devices in nodes.values() for d in devices) + 1
-    placements = plan_nodes(nodes, [request] * upper_bound, policy=policy, node_policy=node_policy)
-    return sum(1 for p in placements if p.ok)

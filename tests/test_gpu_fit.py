@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from components import gpu
 from components.gpu import GpuDevice, GpuRequest, fit, plan
-from components.gpu_fit import order_devices, plan_nodes
+from components.gpu_fit import order_devices
+from components.gpu_plan import Span, plan_nodes, plan_sequence
 
 pytestmark = pytest.mark.unit
 
@@ -179,19 +180,133 @@ class TestCardOrder:
 
 
 class TestNodes:
-    def test_binpack_nodes_fill_one_node_first(self):
-        nodes = {"n1": [card(0)], "n2": [card(1)]}
-        placements = plan_nodes(nodes, [SHARE] * 3, node_policy="binpack")
-        assert {p.node for p in placements} == {"n1"}
+    def test_binpack_nodes_keep_pods_on_one_node_whichever_it_is(self):
+        """Two empty nodes tie; binpack then keeps filling the node HAMi took."""
+        planned = plan_sequence({"n1": [card(0)], "n2": [card(1)]}, [SHARE] * 3, node_policy="binpack")
+        assert [p.nodes for p in planned.placements] == [["n1", "n2"]] * 3
+        assert planned.cards_used == Span(1, 1) and planned.placed == Span(3, 3)
 
-    def test_spread_nodes_alternate(self):
-        nodes = {"n1": [card(0)], "n2": [card(1)]}
-        placements = plan_nodes(nodes, [SHARE] * 2, node_policy="spread")
-        assert [p.node for p in placements] == ["n1", "n2"]
+    def test_spread_nodes_alternate_whichever_comes_first(self):
+        planned = plan_sequence({"n1": [card(0)], "n2": [card(1)]}, [SHARE] * 2, node_policy="spread")
+        assert [p.nodes for p in planned.placements] == [["n1", "n2"]] * 2
+        assert planned.cards_used == Span(2, 2)
 
     def test_refusal_on_several_nodes_names_each(self):
         placements = plan_nodes({"n1": [card(0)], "n2": [card(1)]}, [GpuRequest(nums=1, memreq=90000)])
         assert placements[0].reason == "n1: 1/1 CardInsufficientMemory; n2: 1/1 CardInsufficientMemory"
+
+
+class TestNodeTies:
+    """HAMi scores nodes in parallel goroutines over a Go map, appends the fitting ones as they
+    finish (HAMi v2.10.0 pkg/scheduler/score.go calcScoreWithOptions), sorts by score and takes
+    the last (scheduler.go Filter, policy/node_policy.go NodeScoreList.Less): between nodes of
+    equal score the winner changes from run to run."""
+
+    def test_tied_nodes_are_all_named_and_none_is_claimed(self):
+        (first,) = plan_nodes({"b": [card(0)], "a": [card(1)]}, [SHARE])
+        assert first.ok and first.nodes == ["a", "b"] and first.node is None and first.tie
+        assert first.device_ids == [], "which card depends on which node"
+        assert (first.memory_mib, first.cores) == (20000, 30)
+
+    def test_a_node_that_scores_higher_is_certain(self):
+        busy = [card(0, used=1, usedmem=20000, usedcores=30)]
+        (first,) = plan_nodes({"a": [card(1)], "b": busy}, [SHARE], node_policy="binpack")
+        assert (first.node, first.nodes, first.device_ids) == ("b", ["b"], ["GPU-0"])
+
+    def test_counts_that_depend_on_the_tie_are_given_as_a_range(self):
+        """Empty nodes tie whatever their size: a 40 GiB pod on the 50 GiB node leaves room for
+        the 70 GiB pod on the 80 GiB one, on the 80 GiB node it leaves room nowhere."""
+        small, large = card(0, devmem=50000), card(1, devmem=80000)
+        pods = [GpuRequest(nums=1, memreq=40000, coresreq=10), GpuRequest(nums=1, memreq=70000, coresreq=10)]
+        planned = plan_sequence({"small": [small], "large": [large]}, pods, node_policy="binpack")
+        assert planned.placed == Span(1, 2) and planned.refused == Span(0, 1)
+        assert planned.placements[0].nodes == ["large", "small"]
+        second = planned.placements[1]
+        assert second.maybe_refused and not second.ok and second.nodes == ["large"]
+        assert not planned.certain
+
+    def test_interchangeable_nodes_cost_one_branch(self):
+        nodes = {f"n{i:02d}": [card(i)] for i in range(16)}
+        planned = plan_sequence(nodes, [SHARE] * 48, node_policy="spread")
+        assert planned.branches == 1 and planned.complete
+        assert planned.placed == Span(48, 48) and planned.cards_used == Span(16, 16)
+
+    def test_node_scores_are_float32_as_hami_computes_them(self):
+        """A float64 sum would separate what HAMi's float32 score ties (node_policy.go)."""
+        from components.gpu_plan import f32, node_score
+
+        node = [card(0, used=1, usedmem=1, usedcores=1)]
+        expected = f32(10 * f32(f32(f32(1 / 10) + f32(1 / 100)) + f32(1 / 81920)))
+        assert node_score(node) == expected
+
+
+class TestRefusalText:
+    def test_kube_schedulers_line_and_hamis_events(self):
+        """kube-scheduler v1.35 framework/types.go FitError.Error; HAMi score.go
+        recordFilteringFailures and scheduler.go Filter."""
+        nodes = {"n1": [card(0)], "n2": [card(1)]}
+        (refused,) = plan_nodes(nodes, [GpuRequest(nums=1, memreq=90000)])
+        assert refused.scheduler_message == "0/2 nodes are available: 2 1/1 CardInsufficientMemory."
+        assert refused.hami_events == ["2 nodes CardInsufficientMemory(n1,n2)",
+                                       "no available node, 2 nodes do not meet"]
+
+    def test_different_reasons_are_counted_apart_and_sorted(self):
+        busy = card(1, used=1, usedmem=0, usedcores=90)
+        nodes = {"n1": [card(0, devmem=10000)], "n2": [busy]}
+        (refused,) = plan_nodes(nodes, [SHARE])
+        assert refused.scheduler_message == \
+            "0/2 nodes are available: 1 1/1 CardInsufficientCore, 1 1/1 CardInsufficientMemory."
+
+    def test_a_node_out_of_slots_is_kube_schedulers_refusal_not_hamis(self):
+        """The node's nvidia.com/gpu allocatable is its slots (the capacity agent): when they are
+        taken, NodeResourcesFit refuses before the extender is asked (noderesources/fit.go)."""
+        placements = plan([card(0, count=2)], [GpuRequest(nums=1, memreq=1000, coresreq=1)] * 3)
+        refused = placements[2]
+        assert refused.reason == "Insufficient nvidia.com/gpu"
+        assert refused.scheduler_message == "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+        assert refused.hami_events == [], "HAMi never saw the pod"
+
+
+class TestDefaults:
+    def test_the_planners_defaults_are_hamis(self):
+        """HAMi v2.10.0 cmd/scheduler/main.go: --gpu-scheduler-policy spread,
+        --node-scheduler-policy binpack (chart values.yaml the same)."""
+        import inspect
+
+        from components import gpu_plan
+
+        for function in (gpu_plan.plan_nodes, gpu_plan.plan_sequence, gpu_plan.pods_that_fit):
+            parameters = inspect.signature(function).parameters
+            assert parameters["policy"].default == "spread"
+            assert parameters["node_policy"].default == "binpack"
+        assert inspect.signature(gpu_plan.plan).parameters["policy"].default == "spread"
+        assert len({p.device_ids[0] for p in plan([card(0), card(1)], [SHARE] * 2)}) == 2
+
+
+class TestMemoryGivenBothWays:
+    """A pod that sets nvidia.com/gpumem and nvidia.com/gpumem-percentage."""
+
+    def test_a_full_percentage_makes_it_exclusive_whatever_gpumem_says(self):
+        """The webhook's defaultExclusiveCoreIfNeeded (HAMi v2.10.0 pkg/device/nvidia/device.go):
+        with a percentage, exclusive exactly when it is 100."""
+        both = GpuRequest.from_limits({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 20000,
+                                       "nvidia.com/gpumem-percentage": 100})
+        assert both.coresreq == 100
+        half = GpuRequest.from_limits({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 20000,
+                                       "nvidia.com/gpumem-percentage": 50})
+        assert half.coresreq == 0
+
+    def test_cards_are_ranked_by_the_percentage_and_charged_by_gpumem(self):
+        """ComputeScore counts the percentage of each card (policy/gpu_policy.go), Fit and
+        AddResourceUsage the gpumem: on an 80 GiB and a 40 GiB card, 50 % scores both cards alike
+        (a tie: the later card), where 10000 MiB alone would make the 80 GiB card spread's pick."""
+        request = GpuRequest(nums=1, memreq=10000, mempercentagereq=50, coresreq=10)
+        cards = [card(0, devmem=81920), card(1, devmem=40960)]
+        assert fit(cards, request, policy="spread").device_ids == ["GPU-1"]
+        gpumem_only = GpuRequest(nums=1, memreq=10000, coresreq=10)
+        assert fit(cards, gpumem_only, policy="spread").device_ids == ["GPU-0"]
+        (placed,) = plan(cards, [request], policy="spread")
+        assert placed.memory_mib == 10000
 
 
 _cards = st.builds(
@@ -239,31 +354,60 @@ class TestPlanner:
         assert capsys.readouterr().err.startswith("error: ")
 
 
-def test_planner_caching_changes_no_placement():
-    """plan_nodes keeps each node's answer until a placement charges that node; a naive planner
-    that asks every node for every pod must place (and refuse) exactly the same."""
+def test_planner_matches_a_brute_force_over_every_tie():
+    """plan_sequence caches answers per node shape and merges branches of interchangeable nodes;
+    a brute force that asks every node for every pod and follows every tie by name (exact states
+    only) must find the same nodes per pod and the same counts."""
     import copy
 
     from components.config import GpuModel
     from components.gpu_devices import mock_devices
-    from components.gpu_fit import charge, node_score
+    from components.gpu_fit import charge
+    from components.gpu_plan import node_score
 
     model = GpuModel("A", 40000, 100, 4, "NVIDIA A")
     nodes = {f"n{i}": mock_devices(model, 2, "c", "t", f"n{i}") for i in range(3)}
+    nodes["n2"][0].usedmem, nodes["n2"][0].used, nodes["n2"][0].usedcores = 5000, 1, 10
     shapes = [GpuRequest(nums=1, memreq=15000, coresreq=30), GpuRequest(nums=2, memreq=5000, coresreq=10),
               GpuRequest(nums=1, memreq=0, mempercentagereq=50, coresreq=0)]
-    pods = [shapes[i % 3] for i in range(40)]
-    state = copy.deepcopy(nodes)
-    naive = []
+    pods = [shapes[i % 3] for i in range(24)]
+
+    def key(state):
+        return tuple((n, tuple((d.used, d.usedmem, d.usedcores) for d in state[n])) for n in sorted(state))
+
+    branches = {key(nodes): (nodes, 0)}
+    seen_nodes, refused_somewhere, placed_somewhere = [], [], []
     for request in pods:
-        answers = {name: fit(devices, request, policy="spread") for name, devices in sorted(state.items())}
-        fitting = [name for name, answer in answers.items() if answer.ok]
-        if not fitting:
-            naive.append(None)
-            continue
-        best = max(fitting, key=lambda n: node_score(state[n]))
-        charge(state[best], request, answers[best].device_ids)
-        naive.append((best, answers[best].device_ids))
-    planned = plan_nodes(nodes, pods, policy="spread", node_policy="binpack")
-    assert [(p.node, p.device_ids) if p.ok else None for p in planned] == naive
-    assert any(p is None for p in naive) and sum(p is not None for p in naive) > 10
+        following, chosen, refused, placed = {}, set(), False, False
+        for state, count in branches.values():
+            answers = {}
+            for name, devices in state.items():
+                if sum(d.used for d in devices) + request.nums > sum(d.count for d in devices):
+                    continue  # kube-scheduler's NodeResourcesFit: Insufficient nvidia.com/gpu
+                answers[name] = fit(devices, request, policy="spread")
+            fitting = {name: node_score(state[name]) for name, answer in answers.items() if answer.ok}
+            if not fitting:
+                refused = True
+                following.setdefault(key(state), (state, count))
+                continue
+            placed = True
+            best = max(fitting.values())
+            for name in (n for n, score in fitting.items() if score == best):
+                chosen.add(name)
+                successor = copy.deepcopy(state)
+                charge(successor[name], request, answers[name].device_ids)
+                following.setdefault(key(successor), (successor, count + 1))
+        branches = following
+        seen_nodes.append(sorted(chosen))
+        refused_somewhere.append(refused)
+        placed_somewhere.append(placed)
+    counts = [count for _, count in branches.values()]
+
+    planned = plan_sequence(nodes, pods, policy="spread", node_policy="binpack")
+    assert planned.complete
+    assert [p.nodes for p in planned.placements] == seen_nodes
+    certain = [p and not r for p, r in zip(placed_somewhere, refused_somewhere, strict=True)]
+    assert [p.ok for p in planned.placements] == certain
+    assert planned.placed == Span(min(counts), max(counts))
+    assert any(len(n) > 1 for n in seen_nodes), "the scenario must contain ties"
+    assert any(refused_somewhere), "the scenario must contain refusals"

@@ -228,7 +228,7 @@ def expect(platform: PlatformConfig, tenant: TenantConfig, limits: dict[str, int
     """The oracle: the fit model's plan for `count` pods with these limits."""
     request = GpuRequest.from_limits(limits)
     assert request is not None, f"{limits} is not a HAMi GPU request"
-    return Expected(plan_tenant(tenant, platform.management.name, [request] * count))
+    return Expected(plan_tenant(tenant, platform.management.name, [request] * count).placements)
 
 
 def wait_for(what: str, probe: Callable[[], T | None], timeout: float, interval: float = 2.0,
