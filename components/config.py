@@ -31,10 +31,12 @@ NODE_POD_CIDR_PREFIX = 24
 GPU_POLICIES = ("binpack", "spread")
 NODE_POLICIES = ("binpack", "spread")
 DEFAULT_NODE_LOCK_TIMEOUT = "5s"
-# A node's device list lives in one annotation; real nodes carry at most 8-16
-# cards, and 16 devices (~3 KiB of JSON) stay far below the 256 KiB the API
-# server allows for all annotations of an object.
-MAX_CARDS_PER_NODE = 16
+# HAMi orders a node's cards with Go's sort.Sort, an insertion sort (stable) for at
+# most 12 elements and pdqsort (unstable) beyond (Go src/sort/zsortinterface.go
+# `maxInsertion = 12`): up to 12 cards, tied cards keep their registration order,
+# which the planner relies on (components/gpu_fit.py order_devices). Real nodes
+# carry 8 cards or fewer.
+MAX_CARDS_PER_NODE = 12
 # Namespaces of the management cluster that a tenant (whose name is its
 # namespace) must never take over.
 RESERVED_NAMESPACES = (

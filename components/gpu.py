@@ -163,12 +163,22 @@ def format_table(report: dict[str, Any]) -> str:
         for placement in tenant["placements"]:
             lines += _placement_line(placement)
         summary = tenant["summary"]
-        verdict = "certain" if summary["certain"] else "HAMi breaks node ties at random: ranges cover all"
-        if not summary["complete"]:
-            verdict += f"; only {summary['branches']} branches followed"
         lines.append(f"  placed {_span(summary['podsPlaced'])}, refused {_span(summary['podsRefused'])}, "
-                     f"cards in use {_span(summary['cardsUsed'])} ({verdict})")
+                     f"cards in use {_span(summary['cardsUsed'])} ({_verdict(summary)})")
     return "\n".join(lines)
+
+
+def _verdict(summary: dict[str, Any]) -> str:
+    counts = (summary["podsPlaced"], summary["podsRefused"], summary["cardsUsed"])
+    if summary["certain"]:
+        verdict = "certain"
+    elif all(isinstance(count, int) for count in counts):
+        verdict = "counts certain; HAMi picks between tied nodes at random"
+    else:
+        verdict = "HAMi picks between tied nodes at random: each range covers every choice"
+    if not summary["complete"]:
+        verdict += f"; only the first {summary['branches']} branches followed"
+    return verdict
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi
 import pulumi_kubernetes as kubernetes
 
@@ -22,9 +24,10 @@ class HamiNodePool(pulumi.ComponentResource):
 
     cards: dict[str, list[str]]
     """Per GPU node, the ids of the cards registered on it."""
-    capacity: dict[str, int]
+    capacity: dict[str, Any]
     """The tenant's GPU capacity (cards, memoryMiB, cores, slots) and how many pods of the
-    reference shape HAMi would place (referencePodsThatFit, from the fit model)."""
+    reference shape HAMi would place (referencePodsThatFit, from the planner): a number, or
+    `{min, max}` when it depends on which of several tied nodes HAMi picks."""
 
     def __init__(self, name: str, tenant: TenantConfig, cluster_name: str, cluster: KamajiTenant,
                  reference_pod: GpuRequest, opts: pulumi.ResourceOptions | None = None) -> None:

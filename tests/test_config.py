@@ -126,9 +126,11 @@ class TestRefusals:
         dev_config["tenants"][0]["workers"] = 0
         assert_refused(dev_config, "tenants[0].gpus", "0 workers")
 
-    def test_more_cards_than_one_annotation_should_carry(self, dev_config):
-        dev_config["tenants"][0]["gpus"]["perWorker"] = 17
-        assert_refused(dev_config, "tenants[0].gpus.perWorker", "between 1 and 16")
+    def test_more_cards_than_hamis_stable_card_sort_covers(self, dev_config):
+        """Go's sort.Sort is an insertion sort up to 12 elements (src/sort/zsortinterface.go
+        maxInsertion), unstable beyond: 13 cards would make HAMi's tied-card choice unknowable."""
+        dev_config["tenants"][0]["gpus"]["perWorker"] = 13
+        assert_refused(dev_config, "tenants[0].gpus.perWorker", "between 1 and 12")
 
     @pytest.mark.parametrize(("pod_cidr", "workers", "limit"), [
         ("10.36.0.0/22", 5, 4), ("10.36.0.0/21", 9, 8)])

@@ -348,6 +348,35 @@ class TestPlanner:
         (placement,) = report["tenants"]["tenant-a"]["placements"]
         assert placement["reason"] == "1/1 CardInsufficientMemory"
 
+    @staticmethod
+    def two_workers() -> gpu.PlatformConfig:
+        from dataclasses import replace
+
+        platform = gpu.load_stack("dev")
+        return replace(platform, tenants=[replace(platform.tenants[0], workers=2)])
+
+    def test_table_names_tied_nodes_and_says_which_counts_are_certain(self):
+        """Two identical workers tie for the first pod (HAMi v2.10.0 pkg/scheduler/score.go):
+        no row may claim one node, and the seventh pod's refusal reads as kubectl shows it."""
+        report = gpu.plan_report(self.two_workers(), gpu.parse_pod("gpumem=20000,gpucores=30"), 7)
+        table = gpu.format_table(report)
+        assert table.count("tie: tenant-a-worker-0,tenant-a-worker-1") == 6
+        assert "kubectl describe pod: 0/2 nodes are available: 2 1/1 CardInsufficientCore." in table
+        assert "placed 6, refused 1, cards in use 2 (counts certain; HAMi picks between tied nodes" in table
+
+    def test_json_gives_every_possible_node_and_the_summary(self):
+        report = gpu.plan_report(self.two_workers(), gpu.parse_pod("gpumem=20000,gpucores=30"), 7)
+        tenant = json.loads(json.dumps(report))["tenants"]["tenant-a"]
+        first, last = tenant["placements"][0], tenant["placements"][-1]
+        assert first["node"] is None and first["nodes"] == ["tenant-a-worker-0", "tenant-a-worker-1"]
+        assert last["scheduler_message"] == "0/2 nodes are available: 2 1/1 CardInsufficientCore."
+        assert tenant["summary"] == {"podsPlaced": 6, "podsRefused": 1, "cardsUsed": 2, "certain": False,
+                                     "branches": 1, "complete": True}
+
+    def test_a_count_that_depends_on_a_tie_is_a_range_in_outputs(self):
+        assert Span(3, 3).as_output() == 3
+        assert Span(1, 2).as_output() == {"min": 1, "max": 2}
+
     @pytest.mark.parametrize("args", [["--pod", "vram=1"], ["--stack", "missing"], ["--count", "0"]])
     def test_bad_arguments_are_clear_errors(self, capsys, args):
         assert gpu.main(["plan", *args]) == 2
