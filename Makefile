@@ -29,7 +29,7 @@ help:
 	@echo "make sim      tenant objects against a real kube-apiserver built from Go modules (needs Go)"
 	@echo "make images   list every pinned image and chart"
 	@echo "make kamaji-chart  fetch and verify the pinned Kamaji chart (make preview does it)"
-	@echo "make e2e      acceptance cases TC-01..TC-08 against the deployed stack $(STACK)"
+	@echo "make e2e      acceptance cases TC-00..TC-08 against the deployed stack $(STACK)"
 	@echo "make e2e-lifecycle  up, cases, no-op preview, destroy on a throwaway stack"
 	@echo "make unprotect-tenant TENANT=<name>  before removing a tenant from the config (its data goes)"
 

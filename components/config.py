@@ -99,6 +99,16 @@ class HamiSettings:
     # keeps GPU pod creation working while one restarts.
     scheduler_replicas: int = 2
 
+    @property
+    def node_lock_timeout_seconds(self) -> int:
+        return duration_seconds(self.node_lock_timeout)
+
+
+def duration_seconds(text: str) -> int:
+    """`5s` / `1m` (the durations the config accepts) in seconds; 0 for anything else."""
+    match = _DURATION.match(text)
+    return int(match.group(1)) * (60 if match.group(2) == "m" else 1) if match else 0
+
 
 @dataclass(frozen=True)
 class GpuPool:
@@ -315,12 +325,9 @@ def _parse_hami(raw: Any, path: str, problems: _Problems) -> HamiSettings:
     if node is not None and node not in NODE_POLICIES:
         problems.add(f"{path}.nodeSchedulerPolicy",
                      f"{node!r} must be one of {', '.join(NODE_POLICIES)}")
-    if timeout is not None:
-        match = _DURATION.match(timeout)
-        seconds = int(match.group(1)) * (60 if match.group(2) == "m" else 1) if match else 0
-        if not 1 <= seconds <= 300:
-            problems.add(f"{path}.nodeLockTimeout",
-                         f"{timeout!r} must be a duration like '5s' or '1m', between 1s and 5m")
+    if timeout is not None and not 1 <= duration_seconds(timeout) <= 300:
+        problems.add(f"{path}.nodeLockTimeout",
+                     f"{timeout!r} must be a duration like '5s' or '1m', between 1s and 5m")
     if None in (gpu, node, timeout, replicas):
         return defaults
     return HamiSettings(gpu, node, timeout, replicas)  # type: ignore[arg-type]

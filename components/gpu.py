@@ -41,6 +41,7 @@ from components.gpu_plan import (
     plan_nodes,
     plan_sequence,
     pods_that_fit,
+    possible_outcomes,
 )
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "plan_sequence",
     "plan_tenant",
     "pods_that_fit",
+    "possible_outcomes",
     "reference_request",
 ]
 

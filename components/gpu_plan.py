@@ -271,9 +271,8 @@ def plan_sequence(nodes: Mapping[str, list[GpuDevice]], pods: list[GpuRequest], 
 def _step(planner: _Planner, state: State, request: GpuRequest,
           outcome: _Outcome) -> list[tuple[State, int]]:
     """(state, pods placed: 0 or 1) for each way one pod may go from `state`."""
-    answers = {name: planner.answer(name, state[i], request) for i, name in enumerate(planner.names)}
-    fitting = [name for name, answer in answers.items() if answer.ok]
-    if not fitting:
+    answers, moves = _moves(planner, state, request)
+    if not moves:
         outcome.branches_refused += 1
         reasons = {name: answer.reason for name, answer in answers.items()}
         if not reasons:
@@ -284,20 +283,61 @@ def _step(planner: _Planner, state: State, request: GpuRequest,
             outcome.refusals[text] = (_hami_events(reasons), _scheduler_message(reasons))
         return [(state, 0)]
     outcome.branches_placed += 1
+    for name, positions, _ in moves:
+        for member in planner.classes[planner.class_of[name]]:
+            outcome.options.add((member, tuple(planner.base[member][i].id for i in positions)))
+        devices = planner.devices(name, state[planner.position[name]])
+        outcome.memory = outcome.memory or (request.memory_on(devices[positions[0]]),
+                                            min(request.coresreq, FULL_CARD_CORES))
+    return [(successor, 1) for _, _, successor in moves]
+
+
+Move = tuple[str, tuple[int, ...], State]  # node, card positions, the state after
+
+
+def _moves(planner: _Planner, state: State, request: GpuRequest) -> tuple[dict[str, _Answer], list[Move]]:
+    """Every node's answer, and each way HAMi may place the pod: one per tied best node."""
+    answers = {name: planner.answer(name, state[i], request) for i, name in enumerate(planner.names)}
+    fitting = [name for name, answer in answers.items() if answer.ok]
+    if not fitting:
+        return answers, []
     scores = {name: planner.score(name, state[planner.position[name]]) for name in fitting}
-    successors = []
+    moves = []
     for name in _best(scores, planner.node_policy):
         positions = answers[name].positions
         devices = planner.devices(name, state[planner.position[name]])
-        for member in planner.classes[planner.class_of[name]]:
-            outcome.options.add((member, tuple(planner.base[member][i].id for i in positions)))
-        outcome.memory = outcome.memory or (request.memory_on(devices[positions[0]]),
-                                            min(request.coresreq, FULL_CARD_CORES))
         charge(devices, request, [devices[i].id for i in positions])
         successor = list(state)
         successor[planner.position[name]] = usage_of(devices)
-        successors.append((tuple(successor), 1))
-    return successors
+        moves.append((name, positions, tuple(successor)))
+    return answers, moves
+
+
+Outcome = tuple[tuple[str, tuple[str, ...]], ...]  # (node, card ids) of each placed pod, sorted
+
+
+def possible_outcomes(nodes: Mapping[str, list[GpuDevice]], pods: list[GpuRequest], *,
+                      policy: str = DEFAULT_GPU_POLICY, node_policy: str = DEFAULT_NODE_POLICY,
+                      limit: int = MAX_BRANCHES) -> set[Outcome]:
+    """Every (node, cards) multiset HAMi may record for these pods, following each tie by name:
+    what a live run is judged against when HAMi's choice between nodes is open.
+
+    Raises ValueError beyond `limit` distinct branches (the answer would be a guess)."""
+    planner = _Planner(nodes, policy, node_policy)
+    frontier: set[tuple[State, Outcome]] = {(planner.start, ())}
+    for request in pods:
+        following: set[tuple[State, Outcome]] = set()
+        for state, outcome in frontier:
+            _, moves = _moves(planner, state, request)
+            if not moves:
+                following.add((state, outcome))
+            for name, positions, successor in moves:
+                ids = tuple(planner.base[name][i].id for i in positions)
+                following.add((successor, tuple(sorted((*outcome, (name, ids))))))
+        if len(following) > limit:
+            raise ValueError(f"more than {limit} ways to place these pods: too many to list")
+        frontier = following
+    return {outcome for _, outcome in frontier}
 
 
 def _placement(number: int, request: GpuRequest, outcome: _Outcome) -> Placement:

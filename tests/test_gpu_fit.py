@@ -231,6 +231,25 @@ class TestNodeTies:
         assert planned.branches == 1 and planned.complete
         assert planned.placed == Span(48, 48) and planned.cards_used == Span(16, 16)
 
+    def test_possible_outcomes_list_what_hami_may_record_by_name(self):
+        """What a live run is judged against: binpack keeps three pods on whichever node took the
+        first; spread alternates, starting on either."""
+        from components.gpu_plan import possible_outcomes
+
+        nodes = {"n1": [card(0)], "n2": [card(1)]}
+        packed = possible_outcomes(nodes, [SHARE] * 3, node_policy="binpack")
+        assert packed == {(("n1", ("GPU-0",)),) * 3, (("n2", ("GPU-1",)),) * 3}
+        spread = possible_outcomes(nodes, [SHARE] * 3, node_policy="spread")
+        assert spread == {(("n1", ("GPU-0",)),) * 2 + (("n2", ("GPU-1",)),),
+                          (("n1", ("GPU-0",)),) + (("n2", ("GPU-1",)),) * 2}
+
+    def test_possible_outcomes_refuse_to_guess_beyond_the_limit(self):
+        from components.gpu_plan import possible_outcomes
+
+        nodes = {f"n{i}": [card(i)] for i in range(6)}
+        with pytest.raises(ValueError, match="more than 4 ways"):
+            possible_outcomes(nodes, [SHARE] * 2, node_policy="spread", limit=4)
+
     def test_node_scores_are_float32_as_hami_computes_them(self):
         """A float64 sum would separate what HAMi's float32 score ties (node_policy.go)."""
         from components.gpu_plan import f32, node_score

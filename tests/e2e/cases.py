@@ -10,28 +10,38 @@ and from the cards the platform registered, never from literals. Every API call 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from components.config import PlatformConfig, TenantConfig
-from components.gpu_devices import GPU_CORES_RESOURCE, GPU_MEMORY_RESOURCE, GPU_RESOURCE
+from components.gpu import GpuRequest, Span, capacity
+from components.gpu_devices import (
+    GPU_CORES_RESOURCE,
+    GPU_MEMORY_RESOURCE,
+    GPU_RESOURCE,
+    NODE_REGISTER_ANNOTATION,
+    GpuDevice,
+    parse_node_register_annotation,
+    tenant_devices,
+)
 from components.gpu_fit import CARD_INSUFFICIENT_MEMORY
 from components.hami_render import HAMI_NAMESPACE, SCHEDULER_NAME
 from tests.e2e.support import (
+    ALLOCATED_ANNOTATION,
     FILTERING_FAILED,
     HAMI_DEFAULT_LOCK_EXPIRY,
     NODE_LOCK_ANNOTATION,
     REQUEST_TIMEOUT,
+    VGPU_NODE_ANNOTATION,
     Expected,
     NodeLock,
     card_totals,
     expect,
+    explains,
     gpu_pod,
     lock_age_seconds,
     parse_allocation,
     parse_node_lock,
-    planned_cards,
     reason_code,
     recorded_cards,
     wait_for,
@@ -40,10 +50,14 @@ from tests.e2e.support import (
 NAMESPACE = "e2e-hami"
 SHARE = {GPU_MEMORY_RESOURCE: 20000, GPU_CORES_RESOURCE: 30}
 SHARE_PODS = ("share-1", "share-2", "share-3")
-FOURTH_POD = "share-4"
+REFUSED_POD = "share-refused"
 POD_TIMEOUT = 180
-# HAMi's default node-lock expiry is 5 minutes; the platform's must make this much faster.
-LOCK_BOUND = 90
+# kube-scheduler retries an unschedulable pod after at most podMaxBackoffSeconds, default 10
+# (kubernetes v1.35 pkg/scheduler/apis/config/v1/defaults.go): a refusal must outlive one retry.
+SCHEDULER_BACKOFF = 10
+# TC-08: a freed slot is taken within the platform's lock expiry, one scheduler back-off and this
+# slack (the scheduler's own retry, the bind, the kubelet starting the container).
+LOCK_SLACK = 75
 # HAMi rebuilds the card totals behind its metrics at its 15 s register tick
 # (v2.10.0 pkg/scheduler/scheduler.go register -> overviewstatus): three ticks.
 METRICS_TIMEOUT = 45
@@ -75,6 +89,15 @@ class GpuTenant:
     def plan(self, limits: dict[str, int], count: int) -> Expected:
         return expect(self.platform, self.tenant, limits, count)
 
+    def devices(self) -> dict[str, list[GpuDevice]]:
+        """node -> the cards the config gives it (what HAMi must have registered)."""
+        return tenant_devices(self.tenant, self.platform.management.name)
+
+    def metrics(self) -> str:
+        """HAMi's scheduler metrics, through the API server's service proxy."""
+        return self.core().connect_get_namespaced_service_proxy_with_path(
+            f"{SCHEDULER_NAME}:{METRICS_PORT}", HAMI_NAMESPACE, "metrics", _request_timeout=T)
+
 
 def evidence(t: GpuTenant, pods: list[str]) -> str:
     """Events, HAMi annotations of pods and nodes, and the extender's last log lines."""
@@ -84,11 +107,12 @@ def evidence(t: GpuTenant, pods: list[str]) -> str:
         try:
             pod = api.read_namespaced_pod(name, NAMESPACE, _request_timeout=T)
             hami = {k: v for k, v in (pod.metadata.annotations or {}).items() if "hami" in k}
-            lines.append(f"pod {name}: phase={pod.status.phase} "
-                         f"scheduler={pod.spec.scheduler_name} annotations={hami}")
+            lines.append(f"pod {name} (uid {pod.metadata.uid}): phase={pod.status.phase} "
+                         f"node={pod.spec.node_name} scheduler={pod.spec.scheduler_name} annotations={hami}")
             events = api.list_namespaced_event(NAMESPACE, field_selector=f"involvedObject.name={name}",
                                                _request_timeout=T)
-            lines += [f"  event {e.reason}: {e.message}" for e in events.items]
+            lines += [f"  event {e.reason} (pod uid {e.involved_object.uid}): {e.message}"
+                      for e in events.items]
         except Exception as error:  # evidence is best effort: never hide the real failure
             lines.append(f"pod {name}: {error}")
     try:
@@ -107,12 +131,16 @@ def evidence(t: GpuTenant, pods: list[str]) -> str:
     return "\n".join(lines)
 
 
+def read_pod(t: GpuTenant, name: str) -> Any:
+    return t.core().read_namespaced_pod(name, NAMESPACE, _request_timeout=T)
+
+
 def pod_phase(t: GpuTenant, name: str) -> str:
-    return t.core().read_namespaced_pod(name, NAMESPACE, _request_timeout=T).status.phase
+    return read_pod(t, name).status.phase
 
 
 def pod_annotations(t: GpuTenant, name: str) -> dict[str, str]:
-    return t.core().read_namespaced_pod(name, NAMESPACE, _request_timeout=T).metadata.annotations or {}
+    return read_pod(t, name).metadata.annotations or {}
 
 
 def create_pods(t: GpuTenant, names: tuple[str, ...] | list[str], limits: dict[str, int]) -> None:
@@ -127,43 +155,138 @@ def wait_running(t: GpuTenant, names: list[str], timeout: float = POD_TIMEOUT) -
 
 
 def wait_refused(t: GpuTenant, name: str, code: str) -> str:
-    """Wait for HAMi's FilteringFailed event naming `code` on a Pending pod; its message."""
+    """Wait for HAMi's FilteringFailed event naming `code` on this very pod (matched by UID: a
+    pod of the same name created earlier has events of its own), then require the pod to stay
+    Pending and unbound across one scheduler back-off; the event's message."""
+    uid = read_pod(t, name).metadata.uid
+
     def refused() -> str | None:
-        events = t.core().list_namespaced_event(NAMESPACE, field_selector=f"involvedObject.name={name}",
+        events = t.core().list_namespaced_event(NAMESPACE, field_selector=f"involvedObject.uid={uid}",
                                                 _request_timeout=T)
         return next((e.message for e in events.items
                      if e.reason == FILTERING_FAILED and code in (e.message or "")), None)
 
-    message = wait_for(f"{FILTERING_FAILED} naming {code} on {name}", refused, POD_TIMEOUT,
+    message = wait_for(f"{FILTERING_FAILED} naming {code} on {name} (uid {uid})", refused, POD_TIMEOUT,
                        evidence=lambda: evidence(t, [name]))
-    assert pod_phase(t, name) == "Pending", evidence(t, [name])
+    time.sleep(SCHEDULER_BACKOFF + 2)
+    pod = read_pod(t, name)
+    assert pod.status.phase == "Pending" and not pod.spec.node_name, \
+        f"{name} was refused, then scheduled within one back-off\n{evidence(t, [name])}"
     return message
+
+
+def check_cards_empty_and_registered(t: GpuTenant) -> None:
+    """The GPU cases' precondition: every card of the config registered on its node as HAMi reads
+    it (`hami.io/node-nvidia-register`, and `nvidia.com/gpu` allocatable = the node's task
+    slots), the stack's `gpuCards` output the same cards, no pod holding a card
+    (`hami.io/vgpu-node`), and HAMi's metrics at 0 for every card. A case run on a card someone
+    else uses would judge that someone, not the platform."""
+    devices = t.devices()
+    assert {node: [d.id for d in cards] for node, cards in devices.items()} == t.cards, \
+        f"the stack's gpuCards output {t.cards} is not what its config gives: {devices}"
+
+    def registered() -> list[str] | None:
+        problems = []
+        for node, cards in devices.items():
+            found = t.core().read_node(node, _request_timeout=T)
+            listed = parse_node_register_annotation(
+                (found.metadata.annotations or {}).get(NODE_REGISTER_ANNOTATION, "[]"))
+            if [d.id for d in listed] != [d.id for d in cards]:
+                problems.append(f"{node}: {NODE_REGISTER_ANNOTATION} lists {[d.id for d in listed]}")
+            slots = str(sum(d.count for d in cards))
+            allocatable = (found.status.allocatable or {}).get(GPU_RESOURCE)
+            if allocatable != slots:
+                problems.append(f"{node}: {GPU_RESOURCE} allocatable {allocatable}, not {slots}")
+        return None if problems else ["registered"]
+
+    wait_for(f"the cards of {t.name} registered", registered, POD_TIMEOUT,
+             evidence=lambda: evidence(t, []))
+    holders = [f"{p.metadata.namespace}/{p.metadata.name}"
+               for p in t.core().list_pod_for_all_namespaces(_request_timeout=T).items
+               if VGPU_NODE_ANNOTATION in (p.metadata.annotations or {})
+               and p.status.phase not in ("Succeeded", "Failed")]
+    assert not holders, f"pods of {t.name} hold GPU shares before the cases start: {holders}"
+    cards = [d.id for node_cards in devices.values() for d in node_cards]
+    last: dict[str, Any] = {}
+
+    def metrics_at_zero() -> bool:
+        text = t.metrics()
+        last.update({card: card_totals(text, card) for card in cards})
+        return all(last[card] == (0.0, 0.0) for card in cards)
+
+    wait_for(f"HAMi's metrics at 0 MiB / 0 cores on every card of {t.name}", metrics_at_zero,
+             METRICS_TIMEOUT, interval=5, evidence=lambda: f"last reported (MiB, cores): {last}")
 
 
 def share_one_card(t: GpuTenant) -> Expected:
     """Create the three reference pods and wait until they run (state for TC-03/05/06/08)."""
     expected = t.plan(SHARE, len(SHARE_PODS))
-    assert len(expected.placed) == len(SHARE_PODS), "the tenant's config cannot hold the reference pods"
+    assert len(expected.placed) == len(SHARE_PODS), (
+        f"the config of {t.name} cannot hold three {SHARE} pods in every order HAMi may choose: "
+        f"{expected.plan.placements}")
     create_pods(t, SHARE_PODS, SHARE)
     wait_running(t, list(SHARE_PODS))
     return expected
 
 
-def fill_card(t: GpuTenant) -> str:
-    """After share_one_card: a fourth pod that must stay Pending; the reason HAMi gives."""
-    (refused,) = t.plan(SHARE, len(SHARE_PODS) + 1).refused
-    create_pods(t, [FOURTH_POD], SHARE)
-    return wait_refused(t, FOURTH_POD, reason_code(refused.reason))
+def fill_pods(t: GpuTenant) -> list[str]:
+    """The reference pods and as many more as the tenant's cards take (the planner's count)."""
+    request = GpuRequest.from_limits(SHARE)
+    assert request is not None
+    fitting = capacity(t.devices(), request, policy=t.tenant.hami.gpu_scheduler_policy,
+                       node_policy=t.tenant.hami.node_scheduler_policy)
+    assert fitting.certain, (
+        f"how many {SHARE} pods {t.name} takes depends on HAMi's node ties ({fitting}): "
+        "no count of pods is sure to fill it")
+    return [f"share-{i}" for i in range(1, fitting.low + 1)]
+
+
+def fill_cards(t: GpuTenant) -> str:
+    """After share_one_card: fill every card as the plan says, then one pod more, which must stay
+    Pending with the reason the plan gives; HAMi's message."""
+    pods = fill_pods(t)
+    expected = t.plan(SHARE, len(pods) + 1)
+    refused = expected.plan.placements[-1]
+    assert not refused.ok and not refused.maybe_refused, f"the plan does not refuse pod {len(pods) + 1}"
+    extra = pods[len(SHARE_PODS):]
+    create_pods(t, extra, SHARE)
+    wait_running(t, pods)
+    create_pods(t, [REFUSED_POD], SHARE)
+    return wait_refused(t, REFUSED_POD, refusal_code(refused.reason))
+
+
+def refusal_code(reason: str) -> str:
+    """The code HAMi's event names: `1/1 CardInsufficientCore` or, across nodes,
+    `n1: 1/1 CardInsufficientCore; n2: ...` (the first node's, all nodes being full alike)."""
+    return reason_code(reason.split("; ")[0])
+
+
+def recorded_outcome(t: GpuTenant, expected: Expected, pods: list[str]) -> list[tuple[str, tuple[str, ...]]]:
+    """(node, cards) HAMi recorded for `pods`; fails unless it is an outcome the plan allows."""
+    recorded = recorded_cards([pod_annotations(t, name) for name in pods])
+    assert explains(expected, recorded), (
+        f"HAMi recorded {recorded}; the plan allows only {sorted(expected.outcomes)}\n{evidence(t, pods)}")
+    return recorded
 
 
 def tc03_pods_land_where_the_plan_says(t: GpuTenant, expected: Expected) -> None:
-    """Each pod's recorded node and cards (hami.io/vgpu-node, vgpu-devices-allocated) match the
-    plan as a multiset, and the planned cards are the ones the stack registered."""
+    """The three reference pods share one card, as the plan says: each pod's recorded node and
+    cards (hami.io/vgpu-node, vgpu-devices-allocated) are one of the plan's outcomes (any of
+    several where HAMi's node choice ties), all on the same card, the card one the stack
+    registered; and each pod runs on the node HAMi recorded for it."""
+    assert expected.plan.cards_used == Span(1, 1), (
+        f"the config of {t.name} does not put three {SHARE} pods on one card (cards in use: "
+        f"{expected.plan.cards_used}; gpuSchedulerPolicy {t.tenant.hami.gpu_scheduler_policy}): "
+        "TC-03 proves card sharing, give the tenant a config that shares")
+    recorded = recorded_outcome(t, expected, list(SHARE_PODS))
+    assert len({cards for _, cards in recorded}) == 1, f"the pods do not share one card: {recorded}"
     registered = {card for cards in t.cards.values() for card in cards}
-    planned = planned_cards(expected.placed)
-    assert {card for _, cards in planned for card in cards} <= registered, (planned, t.cards)
-    recorded = recorded_cards([pod_annotations(t, name) for name in SHARE_PODS])
-    assert recorded == planned, f"{recorded} != {planned}\n{evidence(t, list(SHARE_PODS))}"
+    assert set(recorded[0][1]) <= registered, (recorded, t.cards)
+    for name in SHARE_PODS:
+        pod = read_pod(t, name)
+        hami_node = (pod.metadata.annotations or {}).get(VGPU_NODE_ANNOTATION)
+        assert pod.spec.node_name == hami_node, \
+            f"{name} runs on {pod.spec.node_name}, HAMi recorded {hami_node}\n{evidence(t, [name])}"
 
 
 def tc04_webhook_sets_the_scheduler(t: GpuTenant) -> None:
@@ -177,25 +300,23 @@ def tc04_webhook_sets_the_scheduler(t: GpuTenant) -> None:
                                        _request_timeout=T)
 
 
-def tc05_accounting(t: GpuTenant, expected: Expected, metrics: Callable[[], str]) -> None:
-    """Per pod 20000 MiB / 30 cores as planned; the card's totals in HAMi's metrics (polled)."""
-    by_cards = {tuple(p.device_ids): p for p in expected.placed}
-    for name in SHARE_PODS:
-        (container,) = parse_allocation(pod_annotations(t, name).get("hami.io/vgpu-devices-allocated", ""))
-        cards = tuple(a.card for a in container)
-        assert cards in by_cards, f"{name} got {cards}, no planned pod has them: {list(by_cards)}"
-        placement = by_cards[cards]
-        assert [(a.memory_mib, a.cores) for a in container] == \
-            [(placement.memory_mib, placement.cores)] * len(container), evidence(t, [name])
+def tc05_accounting(t: GpuTenant, expected: Expected) -> None:
+    """Each pod is charged the planned memory and cores on each of its cards, and HAMi's metrics
+    show per card the sum of what its pods were charged (polled)."""
+    recorded_outcome(t, expected, list(SHARE_PODS))
+    share = (expected.placed[0].memory_mib, expected.placed[0].cores)
     per_card: dict[str, tuple[int, int]] = {}
-    for p in expected.placed:
-        for card in p.device_ids:
-            memory, cores = per_card.get(card, (0, 0))
-            per_card[card] = (memory + p.memory_mib, cores + p.cores)
+    for name in SHARE_PODS:
+        (container,) = parse_allocation(pod_annotations(t, name).get(ALLOCATED_ANNOTATION, ""))
+        assert [(a.memory_mib, a.cores) for a in container] == [share] * len(container), \
+            f"{name} was charged {container}, the plan says {share} per card\n{evidence(t, [name])}"
+        for allocation in container:
+            memory, cores = per_card.get(allocation.card, (0, 0))
+            per_card[allocation.card] = (memory + share[0], cores + share[1])
     last: dict[str, tuple[float | None, float | None]] = {}
 
     def totals_match() -> bool:
-        text = metrics()
+        text = t.metrics()
         last.update({card: card_totals(text, card) for card in per_card})
         return all(last[card] == (float(m), float(c)) for card, (m, c) in per_card.items())
 
@@ -207,21 +328,24 @@ def tc07_oversized_pod_refused_for_memory(t: GpuTenant) -> None:
     assert t.tenant.gpus is not None
     too_big = {GPU_MEMORY_RESOURCE: t.tenant.gpus.model.memory_mib + 1}
     (refused,) = t.plan(too_big, 1).refused
-    assert reason_code(refused.reason) == CARD_INSUFFICIENT_MEMORY, refused.reason
+    assert refusal_code(refused.reason) == CARD_INSUFFICIENT_MEMORY, refused.reason
     create_pods(t, ["too-big"], too_big)
     wait_refused(t, "too-big", CARD_INSUFFICIENT_MEMORY)
 
 
-def refill(t: GpuTenant) -> None:
-    """Delete A's pods, then place three and a Pending fourth again."""
-    for name in (*SHARE_PODS, FOURTH_POD):
+def delete_pods(t: GpuTenant, names: list[str]) -> None:
+    for name in names:
         t.core().delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0, _request_timeout=T)
-    names = {*SHARE_PODS, FOURTH_POD}
-    wait_for(f"{sorted(names)} of {t.name} to be deleted", lambda: not names & {
+    wait_for(f"{sorted(names)} of {t.name} to be deleted", lambda: not set(names) & {
         p.metadata.name for p in t.core().list_namespaced_pod(NAMESPACE, _request_timeout=T).items},
         POD_TIMEOUT)
+
+
+def refill(t: GpuTenant) -> None:
+    """Delete the tenant's share pods, then fill its cards and create the refused pod again."""
+    delete_pods(t, [*fill_pods(t), REFUSED_POD])
     share_one_card(t)
-    fill_card(t)
+    fill_cards(t)
 
 
 def node_lock(t: GpuTenant, node: str) -> NodeLock | None:
@@ -229,32 +353,61 @@ def node_lock(t: GpuTenant, node: str) -> NodeLock | None:
     return parse_node_lock(annotations.get(NODE_LOCK_ANNOTATION))
 
 
-def tc08_freed_slot_is_taken_without_touching_locks(full: GpuTenant, neighbour: GpuTenant) -> float:
-    """Tenant B runs its own pods while A is full; freeing one of A's slots lets A's pending pod run
-    within LOCK_BOUND, no annotation edited.
+def lock_bound(t: GpuTenant) -> int:
+    """How soon a freed slot must be taken: the tenant's HAMi node-lock expiry, one scheduler
+    back-off and slack. It must stay below HAMi's default expiry (300 s), or a pass would not
+    prove that the platform's --node-lock-timeout is in effect."""
+    bound = t.tenant.hami.node_lock_timeout_seconds + SCHEDULER_BACKOFF + LOCK_SLACK
+    assert bound < HAMI_DEFAULT_LOCK_EXPIRY - FRESH_MARGIN, (
+        f"hami.nodeLockTimeout of {t.name} is {t.tenant.hami.node_lock_timeout}: TC-08's bound would be "
+        f"{bound}s, too close to HAMi's default expiry ({HAMI_DEFAULT_LOCK_EXPIRY}s) for a pass to prove "
+        f"the platform's setting; TC-08 needs a nodeLockTimeout below "
+        f"{HAMI_DEFAULT_LOCK_EXPIRY - FRESH_MARGIN - SCHEDULER_BACKOFF - LOCK_SLACK}s")
+    return bound
 
-    With mock cards nothing releases HAMi's node lock after a bind, so one of A's running pods
-    holds it. The freed pod is one that does NOT hold it (deleting the holder would release it:
-    "holder not found"), and the pending pod must run while the lock is younger than HAMi's
+
+def held_lock(t: GpuTenant, pods: list[str]) -> tuple[NodeLock, str] | None:
+    """A node lock one of `pods` holds, and another of `pods` running on that node: with mock
+    cards nothing releases HAMi's lock after a bind (the device plugin would), so the last pod
+    bound on each node holds it."""
+    on_node = {name: pod_annotations(t, name).get(VGPU_NODE_ANNOTATION, "") for name in pods}
+    for node in sorted(set(on_node.values()) - {""}):
+        lock = node_lock(t, node)
+        if lock is None or lock.namespace != NAMESPACE or lock.pod not in on_node:
+            continue
+        victim = next((name for name, where in on_node.items() if where == node and name != lock.pod), None)
+        if victim:
+            return lock, victim
+    return None
+
+
+def tc08_freed_slot_is_taken_without_touching_locks(full: GpuTenant, neighbour: GpuTenant) -> float:
+    """Tenant B runs its own pods while A is full; freeing one of A's slots lets A's refused pod
+    run within lock_bound(A), no annotation edited.
+
+    The freed pod is one that does NOT hold its node's lock (deleting the holder would release
+    it: "holder not found"), and the pending pod must run while the lock is younger than HAMi's
     default expiry: only the platform's short `--node-lock-timeout` can let it through.
     """
-    assert pod_phase(full, FOURTH_POD) == "Pending", evidence(full, [FOURTH_POD])
+    bound = lock_bound(full)
+    assert pod_phase(full, REFUSED_POD) == "Pending", evidence(full, [REFUSED_POD])
     share_one_card(neighbour)
-    node = pod_annotations(full, SHARE_PODS[0]).get("hami.io/vgpu-node", "")
-    lock = node_lock(full, node)
-    if lock is not None and lock_age_seconds(lock) > HAMI_DEFAULT_LOCK_EXPIRY - LOCK_BOUND - FRESH_MARGIN:
+    pods = fill_pods(full)
+    found = held_lock(full, pods)
+    if found is not None and lock_age_seconds(found[0]) > HAMI_DEFAULT_LOCK_EXPIRY - bound - FRESH_MARGIN:
         # Earlier cases took long: HAMi's default expiry could release this lock during the
         # wait. Start A over so the lock is fresh and only the platform's expiry can explain a run.
         refill(full)
-        lock = node_lock(full, node)
-    assert lock is not None and lock.namespace == NAMESPACE, \
-        f"no node lock of {NAMESPACE} on {node}: {lock}\n{evidence(full, list(SHARE_PODS))}"
-    victim = next(name for name in SHARE_PODS if name != lock.pod)
+        found = held_lock(full, pods)
+    assert found is not None, (
+        f"no node of {full.name} has its lock held by one of {pods} with another of them beside it: "
+        f"TC-08 needs two pods on a node\n{evidence(full, pods)}")
+    lock, victim = found
     full.core().delete_namespaced_pod(victim, NAMESPACE, grace_period_seconds=0, _request_timeout=T)
     started = time.monotonic()
-    wait_running(full, [FOURTH_POD], timeout=LOCK_BOUND)
+    wait_running(full, [REFUSED_POD], timeout=bound)
     age = lock_age_seconds(lock)
     assert age < HAMI_DEFAULT_LOCK_EXPIRY, (
-        f"inconclusive: the lock of {lock.pod} was {age:.0f}s old when {FOURTH_POD} ran, older than "
+        f"inconclusive: the lock of {lock.pod} was {age:.0f}s old when {REFUSED_POD} ran, older than "
         f"HAMi's default expiry ({HAMI_DEFAULT_LOCK_EXPIRY}s); run TC-08 alone (-k tc08)")
     return time.monotonic() - started

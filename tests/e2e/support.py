@@ -19,7 +19,9 @@ from typing import Any, TypeVar
 
 from components import versions
 from components.config import PlatformConfig, TenantConfig
-from components.gpu import GpuRequest, Placement, plan_tenant
+from components.gpu import GpuRequest, Placement, Plan, plan_tenant, possible_outcomes
+from components.gpu_devices import tenant_devices
+from components.gpu_plan import Outcome
 
 ROOT = Path(__file__).resolve().parents[2]
 ALLOCATED_ANNOTATION = "hami.io/vgpu-devices-allocated"
@@ -196,22 +198,21 @@ def reason_code(reason: str) -> str:
 
 @dataclass(frozen=True)
 class Expected:
-    """What the fit model says a sequence of pods will do in one tenant."""
+    """What the planner says a sequence of identical pods will do in one tenant: the plan, and
+    every (node, cards) multiset HAMi may record (more than one where HAMi's node choice ties)."""
 
-    placements: list[Placement]
+    plan: Plan
+    outcomes: frozenset[Outcome]
 
     @property
     def placed(self) -> list[Placement]:
-        return [p for p in self.placements if p.ok]
+        """The pods placed whatever HAMi's tie-breaking."""
+        return [p for p in self.plan.placements if p.ok]
 
     @property
     def refused(self) -> list[Placement]:
-        return [p for p in self.placements if not p.ok]
-
-
-def planned_cards(placements: list[Placement]) -> list[tuple[str, tuple[str, ...]]]:
-    """(node, cards) of each placed pod, sorted: what HAMi must record, in any pod order."""
-    return sorted((p.node or "", tuple(p.device_ids)) for p in placements if p.ok)
+        """The pods refused whatever HAMi's tie-breaking."""
+        return [p for p in self.plan.placements if not p.ok and not p.maybe_refused]
 
 
 def recorded_cards(annotations: list[dict[str, str]]) -> list[tuple[str, tuple[str, ...]]]:
@@ -224,23 +225,52 @@ def recorded_cards(annotations: list[dict[str, str]]) -> list[tuple[str, tuple[s
     return sorted(recorded)
 
 
+def explains(expected: Expected, recorded: list[tuple[str, tuple[str, ...]]]) -> bool:
+    """Whether HAMi's recorded placements are one of the outcomes the plan allows."""
+    return tuple(sorted(recorded)) in expected.outcomes
+
+
 def expect(platform: PlatformConfig, tenant: TenantConfig, limits: dict[str, int], count: int) -> Expected:
-    """The oracle: the fit model's plan for `count` pods with these limits."""
+    """The oracle: the planner's plan for `count` pods with these limits, on the tenant's cards
+    with its HAMi policies, and every outcome HAMi's node ties allow."""
     request = GpuRequest.from_limits(limits)
     assert request is not None, f"{limits} is not a HAMi GPU request"
-    return Expected(plan_tenant(tenant, platform.management.name, [request] * count).placements)
+    pods = [request] * count
+    nodes = tenant_devices(tenant, platform.management.name)
+    outcomes = possible_outcomes(nodes, pods, policy=tenant.hami.gpu_scheduler_policy,
+                                 node_policy=tenant.hami.node_scheduler_policy)
+    return Expected(plan_tenant(tenant, platform.management.name, pods), frozenset(outcomes))
+
+
+def is_transient(error: BaseException) -> bool:
+    """An error a wait outlives: the API answered with an error (a 5xx while a leader moves, a
+    429) or did not answer (a dropped connection, a timeout)."""
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    return isinstance(error, ApiException | HTTPError | OSError)
 
 
 def wait_for(what: str, probe: Callable[[], T | None], timeout: float, interval: float = 2.0,
              evidence: Callable[[], str] | None = None) -> T:
-    """Poll until probe returns a truthy value; fail naming what was awaited, with evidence."""
+    """Poll until probe returns a truthy value; fail naming what was awaited, with evidence.
+
+    An API error inside the wait means "not yet" (one 503 must not fail a case); the last one
+    goes into the failure's evidence."""
     deadline = time.monotonic() + timeout
+    last_error: BaseException | None = None
     while True:
-        value = probe()
+        try:
+            value = probe()
+        except Exception as error:
+            if not is_transient(error):
+                raise
+            last_error, value = error, None
         if value:
             return value
         if time.monotonic() > deadline:
-            details = f"\n--- evidence ---\n{evidence()}" if evidence else ""
+            details = f"\n--- last API error ---\n{error_text(last_error)}" if last_error else ""
+            details += f"\n--- evidence ---\n{evidence()}" if evidence else ""
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}{details}")
         time.sleep(interval)
 
