@@ -4,13 +4,14 @@ Runs only with E2E_LIFECYCLE=1 (`make e2e-lifecycle`): it creates and destroys a
 whole platform (20-40 minutes). The stack gets its own kind cluster, its own tenant
 names (so its worker containers never share a name with another stack's) and its own
 Docker network and subnet (E2E_DOCKER_SUBNET, default 172.29.0.0/16), so its MetalLB
-announces on a bridge of its own, beside a running dev stack.
+announces on a bridge of its own, beside a running dev stack. It never touches another
+stack: its name starts with `e2e`, it is created (never adopted), and its subnet is refused
+when it overlaps another stack file's or a Docker network's (tests/e2e/lifecycle_support.py).
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 from typing import Any
@@ -18,24 +19,23 @@ from typing import Any
 import pytest
 import yaml
 
-from components import node_join
 from components.config import PROJECT
+from tests.e2e import lifecycle_support as life
 from tests.e2e.conftest import REQUIRE_STACK
 from tests.e2e.support import (
     ROOT,
     Timer,
     backend_env,
     host_snapshot,
-    leftovers,
     missing_prerequisite,
-    planned_changes,
 )
 
 pytestmark = pytest.mark.e2e
 
 CASES_TIMEOUT = 45 * 60
 TENANT_NAME_LIMIT = 40
-LIFECYCLE_SUBNET = "172.29.0.0/16"  # beside the dev stack's 172.30.0.0/16
+ACCEPTANCE = "tests/e2e/test_acceptance.py"
+LIFECYCLE_SUBNET = life.DEFAULT_SUBNET
 
 
 def lifecycle_config(stack: str) -> dict[str, Any]:
@@ -46,7 +46,7 @@ def lifecycle_config(stack: str) -> dict[str, Any]:
     management = dict(config.get(f"{PROJECT}:management") or {})
     management["name"] = stack
     management["dockerNetwork"] = stack
-    management["dockerSubnet"] = os.environ.get("E2E_DOCKER_SUBNET", LIFECYCLE_SUBNET)
+    management["dockerSubnet"] = str(life.lifecycle_subnet(os.environ))
     management.pop("metallbAddressRange", None)  # the default of its own subnet
     config[f"{PROJECT}:management"] = management
     tenants = [dict(t) for t in config[f"{PROJECT}:tenants"]]
@@ -62,35 +62,48 @@ def test_lifecycle_up_cases_noop_preview_destroy():
     reason = missing_prerequisite()
     if reason:
         pytest.fail(f"E2E_LIFECYCLE=1 but no live stack is possible: {reason}", pytrace=False)
-    from pulumi import automation as auto
 
-    name = os.environ.get("E2E_LIFECYCLE_STACK", f"e2e{int(time.time()) % 100000}")
+    # Every refusal comes before anything is written or created.
+    name = os.environ.get(life.STACK_ENV) or life.default_stack_name(time.time())
+    life.check_stack_name(name, ROOT)
+    config = lifecycle_config(name)
+    claims = life.stack_file_claims(ROOT) + life.host_network_claims()
+    life.check_subnet(life.lifecycle_subnet(os.environ), claims)
     before = host_snapshot()
-    stack_file = ROOT / f"Pulumi.{name}.yaml"
-    stack_file.write_text(yaml.safe_dump({"config": lifecycle_config(name)}, sort_keys=False))
+    env = life.pulumi_env(os.environ, backend_env())
     timer = Timer()
-    stack = auto.create_or_select_stack(stack_name=name, work_dir=str(ROOT), opts=auto.LocalWorkspaceOptions(
-        env_vars={**backend_env(), node_join.SKIP_DRAIN_ENV: "1"}))
+
+    def run(phase: str, command: list[str], timeout: float, capture: bool = False,
+            phase_env: dict[str, str] | None = None) -> str:
+        return timer.phase(phase, lambda: life.run_bounded(phase, command, timeout, env=phase_env or env,
+                                                           cwd=ROOT, capture=capture))
+
     try:
-        timer.phase("pulumi up", lambda: stack.up(on_output=print))
-        cases = timer.phase("acceptance cases", lambda: subprocess.run(
-            [sys.executable, "-m", "pytest", "-m", "e2e", "-rs", "tests/e2e/test_acceptance.py"],
-            cwd=ROOT, env={**os.environ, "E2E_STACK": name, REQUIRE_STACK: "1"}, check=False,
-            timeout=CASES_TIMEOUT))
-        assert cases.returncode == 0, "acceptance cases failed on the fresh stack (output above)"
-        preview = timer.phase("second preview", lambda: stack.preview(diff=True))
-        changes = planned_changes(preview.change_summary)
-        assert changes == {}, f"a second preview plans changes: {changes}"
-    finally:
-        # `make down` semantics: the kind cluster, control planes and guards are protected, and
-        # the whole platform goes, so nothing is drained (the Automation API has no
-        # --ignore-protect: clear the flags first).
-        timer.phase("unprotect", lambda: subprocess.run(
-            ["pulumi", "state", "unprotect", "--all", "--yes", "--stack", name], cwd=ROOT,
-            env={**os.environ, **backend_env()}, check=True, timeout=300))
-        timer.phase("pulumi destroy", lambda: stack.destroy(on_output=print))
-        stack.workspace.remove_stack(name)
-        stack_file.unlink(missing_ok=True)
-        print("[lifecycle] wall time per phase\n" + timer.report())
-    left = leftovers(before, host_snapshot())
-    assert left == [], f"destroy left things behind: {left}"
+        run("stack init", life.init_command(name), life.STACK_COMMAND_TIMEOUT)
+    except life.PhaseFailed as error:
+        raise life.LifecycleRefused(life.stack_exists_message(name)) from error
+    path = life.stack_file(ROOT, name)
+    original: BaseException | None = None
+    try:
+        life.write_stack_config(path, config)
+        run("pulumi up", life.up_command(name), life.UP_TIMEOUT)
+        run("acceptance cases", [sys.executable, "-m", "pytest", "-m", "e2e", "-rs", ACCEPTANCE],
+            CASES_TIMEOUT, phase_env={**os.environ, "E2E_STACK": name, REQUIRE_STACK: "1"})
+        changes, steps = life.preview_changes(
+            run("second preview", life.preview_command(name), life.PREVIEW_TIMEOUT, capture=True))
+        assert changes == {}, f"a second preview plans changes: {changes}\n" + "\n".join(steps)
+    except BaseException as error:  # reported with the cleanup's errors below
+        original = error
+
+    def check_leftovers() -> None:
+        left = life.lifecycle_leftovers(before, host_snapshot())
+        assert left == [], f"destroy left things behind: {left}"
+
+    errors = life.clean_up(life.Cleanup(
+        stack=name,
+        destroy=lambda: run("pulumi destroy", life.destroy_command(name), life.DESTROY_TIMEOUT),
+        remove_stack=lambda: run("stack rm", life.remove_command(name), life.STACK_COMMAND_TIMEOUT),
+        delete_stack_file=lambda: path.unlink(missing_ok=True),
+        check_leftovers=check_leftovers))
+    print("[lifecycle] wall time per phase\n" + timer.report(), flush=True)
+    life.raise_all(original, errors)
