@@ -109,14 +109,18 @@ class GpuRequest:
 
     def memory_on(self, device: GpuDevice) -> int:
         """MiB this request takes on a given card: gpumem when given, else the percentage of
-        the card (Fit, and what AddResourceUsage charges)."""
+        the card, else nothing (Fit's `memreq`, HAMi v2.10.0 pkg/device/nvidia/device.go: it
+        starts at 0 and takes the percentage only when one is set; AddResourceUsage the same)."""
         if self.memreq > 0:
             return self.memreq
+        if self.mempercentagereq == PERCENTAGE_UNSET:
+            return 0
         return device.devmem * self.mempercentagereq // 100
 
     def ranking_memory_on(self, device: GpuDevice) -> int:
-        """MiB HAMi counts when it ranks cards: the percentage of the card when one is given,
-        even beside gpumem (policy/gpu_policy.go `ComputeScore`), else gpumem."""
+        """MiB HAMi counts when it ranks a card whose type is the request's: the percentage of
+        the card when one is given, even beside gpumem (policy/gpu_policy.go `ComputeScore`),
+        else gpumem (see `device_score`: on real cards the request is not counted at all)."""
         if self.mempercentagereq not in (0, PERCENTAGE_UNSET):
             return device.devmem * self.mempercentagereq // 100
         return self.memreq
@@ -153,28 +157,45 @@ def f32(value: float) -> float:
 
 
 def device_score(device: GpuDevice, request: GpuRequest) -> float:
-    """HAMi's card score with default weights, the pending request included, in float32 as HAMi
-    computes it (policy/gpu_policy.go `ComputeScore`), so cards tie exactly when HAMi's tie."""
+    """HAMi's card score with default weights, in float32 as HAMi computes it
+    (policy/gpu_policy.go `ComputeScore`), so cards tie exactly when HAMi's tie.
+
+    ComputeScore counts the pending request only on a card whose type equals the request's
+    (`if container.Type != ds.Device.Type { continue }`). An NVIDIA request's type is "NVIDIA"
+    (pkg/device/nvidia/device.go `NvidiaGPUDevice`), a card's is its model ("NVIDIA A100-SXM4-80GB",
+    the device plugin's register.go `Type: Model`), so on real cards the score is the card's usage
+    before the pod: the request (gpumem, percentage, cores) does not rank cards at all."""
     if not (device.count and device.devcore and device.devmem):
         return 0.0
-    slots = f32((1 + device.used) / device.count)
-    cores = f32((request.coresreq + device.usedcores) / device.devcore)
-    memory = f32((request.ranking_memory_on(device) + device.usedmem) / device.devmem)
+    counted = device.type == request.type
+    slots = f32((int(counted) + device.used) / device.count)
+    cores = f32(((request.coresreq if counted else 0) + device.usedcores) / device.devcore)
+    memory = f32(((request.ranking_memory_on(device) if counted else 0) + device.usedmem) / device.devmem)
     return f32(HAMI_SCORE_WEIGHT * f32(f32(slots + cores) + memory))
 
 
-def order_devices(devices: list[GpuDevice], request: GpuRequest, policy: str | None) -> list[GpuDevice]:
-    """The list Fit walks from its end, as `DeviceUsageList.Less` sorts it: binpack ascending,
-    spread descending by score, mutex busiest first; NUMA breaks ties; then the registration
-    order stays (Go's sort.Sort is an insertion sort, stable, up to 12 elements)."""
+def order_devices(devices: list[GpuDevice], request: GpuRequest, policy: str | None,
+                  numa_bind: bool = False) -> list[GpuDevice]:
+    """The list Fit walks from its end, as `DeviceUsageList.Less` sorts it (policy/gpu_policy.go):
+    mutex busiest first, then NUMA; with numa-bind NUMA first (binpack descending, spread
+    ascending) and the score within a NUMA group, so groups stay together; otherwise binpack
+    ascending, spread descending by score, NUMA breaking ties. Beyond that the list keeps its
+    registration order: Go's sort.Sort is an insertion sort, stable, up to 12 elements, and
+    Python's sort is stable."""
     if policy is None:
         return list(devices)
     if policy not in POLICIES:
         raise ValueError(f"unsupported GPU scheduler policy {policy!r} (model knows {POLICIES})")
     if policy == "mutex":
-        return sorted(devices, key=lambda d: (-d.used, d.numa, d.index))
+        return sorted(devices, key=lambda d: (-d.used, d.numa))
     sign = 1 if policy == "binpack" else -1
-    return sorted(devices, key=lambda d: (sign * device_score(d, request), d.numa, d.index))
+    if numa_bind:
+        return sorted(devices, key=lambda d: (-sign * d.numa, sign * device_score(d, request)))
+    return sorted(devices, key=lambda d: (sign * device_score(d, request), d.numa))
+
+
+# Go's strconv.ParseBool, true side (HAMi reads nvidia.com/numa-bind with it).
+GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 
 
 def _csv(annotations: Mapping[str, str], key: str) -> tuple[str, ...]:
@@ -189,7 +210,7 @@ class PodSelectors:
     nouse_types: tuple[str, ...] = ()
     use_uuids: frozenset[str] = frozenset()
     nouse_uuids: frozenset[str] = frozenset()
-    mode: str = ""
+    mode: str | None = None  # present but empty matches no card (strings.Contains("", mode))
     numa_bind: bool = False
 
     @classmethod
@@ -198,8 +219,8 @@ class PodSelectors:
                    nouse_types=tuple(t.lower() for t in _csv(annotations, NOUSE_GPU_TYPE)),
                    use_uuids=frozenset(_csv(annotations, USE_GPU_UUID)),
                    nouse_uuids=frozenset(_csv(annotations, NOUSE_GPU_UUID)),
-                   mode=annotations.get(VGPU_MODE, ""),
-                   numa_bind=annotations.get(NUMA_BIND, "").lower() == "true")
+                   mode=annotations.get(VGPU_MODE),
+                   numa_bind=annotations.get(NUMA_BIND, "") in GO_TRUE)
 
 
 NO_SELECTORS = PodSelectors()
@@ -213,7 +234,7 @@ def _type_matches(device: GpuDevice, request: GpuRequest, pod: PodSelectors) -> 
         return False
     if any(item in device_type for item in pod.nouse_types):
         return False
-    return not pod.mode or device.mode in pod.mode
+    return pod.mode is None or device.mode in pod.mode
 
 
 def _uuid_matches(device: GpuDevice, pod: PodSelectors) -> bool:
@@ -222,15 +243,20 @@ def _uuid_matches(device: GpuDevice, pod: PodSelectors) -> bool:
     return device.id not in pod.nouse_uuids
 
 
-def _card_check(device: GpuDevice, request: GpuRequest, pod: PodSelectors,
-                policy: str | None, cordoned: frozenset[str]) -> str | None:
-    """The first failing check for one card, in HAMi's order, or None when it fits."""
+def _card_usable(device: GpuDevice, request: GpuRequest, pod: PodSelectors,
+                 cordoned: frozenset[str]) -> str | None:
+    """The checks Fit makes before its NUMA bookkeeping (health, cordon, type), or None."""
     if not device.health:
         return CARD_NOT_HEALTH
     if device.id in cordoned:
         return CARD_CORDONED
     if not _type_matches(device, request, pod):
         return CARD_TYPE_MISMATCH
+    return None
+
+
+def _card_check(device: GpuDevice, request: GpuRequest, pod: PodSelectors, policy: str | None) -> str | None:
+    """The checks Fit makes after its NUMA bookkeeping, in HAMi's order, or None when it fits."""
     if not _uuid_matches(device, pod):
         return CARD_UUID_MISMATCH
     if device.count <= device.used:
@@ -256,17 +282,22 @@ def fit(devices: list[GpuDevice], request: GpuRequest, *, pod_annotations: Mappi
     nvidia = [d for d in devices if DEVICE_TYPE_NVIDIA.lower() in d.type.lower()]
     if request.nums > len(nvidia):
         return FitResult(False, [], NODE_INSUFFICIENT_DEVICE)
-    ordered = order_devices(nvidia, request, policy)
-    numa_bind = pod.numa_bind
+    ordered = order_devices(nvidia, request, policy, pod.numa_bind)
     reasons: Counter[str] = Counter()
     picked: list[GpuDevice] = []
     previous_numa: int | None = None
     for device in reversed(ordered):
-        if numa_bind and picked and previous_numa is not None and device.numa != previous_numa:
-            reasons[NUMA_NOT_FIT] += len(picked)
-            picked = []
-        previous_numa = device.numa
-        failure = _card_check(device, request, pod, policy, cordoned_ids)
+        failure = _card_usable(device, request, pod, cordoned_ids)
+        if failure:
+            reasons[failure] += 1
+            continue
+        # Fit's `if numa && prevnuma != dev.Numa`: a new NUMA group starts over (only cards that
+        # passed health, cordon and type move it).
+        if pod.numa_bind and device.numa != previous_numa:
+            if picked:
+                reasons[NUMA_NOT_FIT] += len(picked)
+            picked, previous_numa = [], device.numa
+        failure = _card_check(device, request, pod, policy)
         if failure:
             reasons[failure] += 1
             continue

@@ -2,10 +2,13 @@
 
 How a GPU pod finds its node (Project-HAMi/HAMi v2.10.0, kube-scheduler v1.35):
 
-- kube-scheduler's own NodeResourcesFit drops a node whose `nvidia.com/gpu` allocatable (the
-  node's task slots) cannot take the pod's card count: "Insufficient nvidia.com/gpu"
-  (kubernetes pkg/scheduler/framework/plugins/noderesources/fit.go). HAMi never sees it.
-- HAMi's extender fits the pod on every other node, each in its own goroutine over a Go map,
+- kube-scheduler leaves HAMi's resources to HAMi: the chart's scheduler config lists
+  `nvidia.com/gpu`, `gpumem`, `gpucores` and `gpumem-percentage` as the extender's managed
+  resources with `ignoredByScheduler: true` (HAMi v2.10.0 charts/hami/templates/_helpers.tpl
+  `hami-vgpu.scheduler.managedResources`), so NodeResourcesFit never refuses a node for them
+  (kubernetes v1.35 pkg/scheduler/scheduler.go `IgnoredByScheduler`, noderesources/fit.go);
+  a node whose task slots are taken is refused by HAMi's Fit (`CardTimeSlicingExhausted`).
+- HAMi's extender fits the pod on every GPU node, each in its own goroutine over a Go map,
   and appends each fitting node's score as its goroutine finishes (pkg/scheduler/score.go
   `calcScoreWithOptions`). The score is float32 arithmetic over the node's usage before the
   pod (policy/node_policy.go `ComputeDefaultScore`; the NVIDIA backend's `ScoreNode` adds 0,
@@ -49,7 +52,6 @@ DEFAULT_GPU_POLICY = "spread"  # HAMi cmd/scheduler/main.go --gpu-scheduler-poli
 DEFAULT_NODE_POLICY = "binpack"  # --node-scheduler-policy
 NODE_POLICIES = ("binpack", "spread")
 MAX_BRANCHES = 64
-INSUFFICIENT_SLOTS = "Insufficient nvidia.com/gpu"  # kube-scheduler noderesources/fit.go
 NO_GPU_NODE = "no GPU node"
 
 
@@ -179,12 +181,9 @@ class _Planner:
         key = (self.shape[name], usage, request)
         if key not in self.answers:
             devices = self.devices(name, usage)
-            if sum(d.used for d in devices) + request.nums > sum(d.count for d in devices):
-                self.answers[key] = _Answer(False, (), INSUFFICIENT_SLOTS)
-            else:
-                found = fit(devices, request, policy=self.policy)
-                index = {d.id: i for i, d in enumerate(devices)}
-                self.answers[key] = _Answer(found.ok, tuple(index[c] for c in found.device_ids), found.reason)
+            found = fit(devices, request, policy=self.policy)
+            index = {d.id: i for i, d in enumerate(devices)}
+            self.answers[key] = _Answer(found.ok, tuple(index[c] for c in found.device_ids), found.reason)
         return self.answers[key]
 
     def score(self, name: str, usage: Usage) -> float:
@@ -219,20 +218,17 @@ _REASON_PART = re.compile(r"^(\d+)/(\d+) (\S+)$")
 def _hami_events(reasons: dict[str, str]) -> list[str]:
     """HAMi's FilteringFailed texts when no node takes a pod (scheduler.go Filter, score.go
     recordFilteringFailures over common.ParseReason): `<n> nodes <Code>(<nodes>)` per code that
-    parses as `<n>/<m> <Code>`, and `no available node, <n> nodes do not meet`. Nodes
-    kube-scheduler dropped first are not asked; with none left, HAMi says nothing."""
-    asked = {node: reason for node, reason in reasons.items() if reason != INSUFFICIENT_SLOTS}
-    if not asked:
-        return []
+    parses as `<n>/<m> <Code>` (not `NodeInsufficientDevice`, which has no count), and
+    `no available node, <n> nodes do not meet`, n counting every node asked."""
     by_code: dict[str, list[str]] = {}
-    for node, reason in asked.items():
+    for node, reason in reasons.items():
         for part in reason.split(", "):
             match = _REASON_PART.match(part)
             if match:
                 by_code.setdefault(match[3], []).append(node)
     events = [f"{len(nodes)} nodes {code}({','.join(sorted(nodes))})"
               for code, nodes in sorted(by_code.items())]
-    return [*events, f"no available node, {len(asked)} nodes do not meet"]
+    return [*events, f"no available node, {len(reasons)} nodes do not meet"]
 
 
 def _scheduler_message(reasons: dict[str, str]) -> str:

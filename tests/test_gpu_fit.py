@@ -170,9 +170,32 @@ class TestCardOrder:
         spread = {p.device_ids[0] for p in plan(devices, [SHARE] * 3, policy="spread")}
         assert len(binpack) == 1 and len(spread) == 3
 
-    def test_ordering_is_deterministic_on_ties(self):
+    def test_tied_cards_keep_the_registration_order(self):
+        """A single policy's Less compares score, then NUMA, nothing else (HAMi v2.10.0
+        pkg/scheduler/policy/gpu_policy.go); Go's sort.Sort is stable up to 12 elements."""
         devices = [card(2), card(0), card(1)]
-        assert [d.index for d in order_devices(devices, SHARE, "binpack")] == [0, 1, 2]
+        assert [d.index for d in order_devices(devices, SHARE, "binpack")] == [2, 0, 1]
+
+    def test_numa_bind_keeps_numa_groups_together_before_the_score(self):
+        """gpu_policy.go Less: with numa-bind, binpack sorts NUMA descending and the score within
+        a group, so Fit (walking from the end) collects two cards of NUMA 0."""
+        devices = [card(0, numa=0), card(1, numa=1), card(2, numa=0, used=1, usedmem=1000, usedcores=10)]
+        request = GpuRequest(nums=2, memreq=1000, coresreq=10)
+        assert [d.index for d in order_devices(devices, request, "binpack", numa_bind=True)] == [1, 0, 2]
+        result = fit(devices, request, policy="binpack", pod_annotations={"nvidia.com/numa-bind": "true"})
+        assert result.ok and sorted(result.device_ids) == ["GPU-0", "GPU-2"]
+
+    def test_a_card_failing_health_does_not_break_a_numa_group(self):
+        """Fit's NUMA bookkeeping comes after the health, cordon and type checks (device.go)."""
+        devices = [card(0, numa=0), card(1, numa=1, health=False), card(2, numa=0)]
+        request = GpuRequest(nums=2, memreq=1000, coresreq=10)
+        result = fit(devices, request, pod_annotations={"nvidia.com/numa-bind": "1"})
+        assert result.ok and result.device_ids == ["GPU-2", "GPU-0"]
+
+    def test_an_empty_vgpu_mode_annotation_matches_no_card(self):
+        """device.go checkType: `strings.Contains(mode, d.Mode)` with mode "" is false."""
+        assert fit([card(0)], SHARE, pod_annotations={"nvidia.com/vgpu-mode": ""}).reason == \
+            "1/1 CardTypeMismatch"
 
     def test_unknown_policy_is_refused(self):
         with pytest.raises(ValueError, match="topology-aware"):
@@ -276,14 +299,17 @@ class TestRefusalText:
         assert refused.scheduler_message == \
             "0/2 nodes are available: 1 1/1 CardInsufficientCore, 1 1/1 CardInsufficientMemory."
 
-    def test_a_node_out_of_slots_is_kube_schedulers_refusal_not_hamis(self):
-        """The node's nvidia.com/gpu allocatable is its slots (the capacity agent): when they are
-        taken, NodeResourcesFit refuses before the extender is asked (noderesources/fit.go)."""
+    def test_a_node_out_of_slots_is_refused_by_hami_not_kube_scheduler(self):
+        """HAMi's chart makes kube-scheduler ignore nvidia.com/gpu (charts/hami/templates/
+        _helpers.tpl managedResources `ignoredByScheduler: true`; kubernetes v1.35
+        noderesources/fit.go skips ignored resources): HAMi's Fit refuses the card whose task
+        slots are taken (device.go `dev.Count <= dev.Used`)."""
         placements = plan([card(0, count=2)], [GpuRequest(nums=1, memreq=1000, coresreq=1)] * 3)
         refused = placements[2]
-        assert refused.reason == "Insufficient nvidia.com/gpu"
-        assert refused.scheduler_message == "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
-        assert refused.hami_events == [], "HAMi never saw the pod"
+        assert refused.reason == "1/1 CardTimeSlicingExhausted"
+        assert refused.scheduler_message == "0/1 nodes are available: 1 1/1 CardTimeSlicingExhausted."
+        assert refused.hami_events == ["1 nodes CardTimeSlicingExhausted(node)",
+                                       "no available node, 1 nodes do not meet"]
 
 
 class TestDefaults:
@@ -315,17 +341,36 @@ class TestMemoryGivenBothWays:
                                        "nvidia.com/gpumem-percentage": 50})
         assert half.coresreq == 0
 
-    def test_cards_are_ranked_by_the_percentage_and_charged_by_gpumem(self):
-        """ComputeScore counts the percentage of each card (policy/gpu_policy.go), Fit and
-        AddResourceUsage the gpumem: on an 80 GiB and a 40 GiB card, 50 % scores both cards alike
-        (a tie: the later card), where 10000 MiB alone would make the 80 GiB card spread's pick."""
+    def test_charged_by_gpumem_not_the_percentage(self):
+        """Fit's memreq and AddResourceUsage take gpumem when it is set (device.go)."""
         request = GpuRequest(nums=1, memreq=10000, mempercentagereq=50, coresreq=10)
+        (placed,) = plan([card(0, devmem=81920)], [request])
+        assert placed.memory_mib == 10000
+
+    def test_real_cards_are_ranked_by_their_usage_alone(self):
+        """ComputeScore skips the request on a card whose type is not the request's
+        (policy/gpu_policy.go `if container.Type != ds.Device.Type { continue }`): an NVIDIA
+        request is "NVIDIA" (device.go NvidiaGPUDevice), a real card its model. Two empty cards of
+        80 and 40 GiB then tie whatever the request asks, and Fit takes the later one."""
         cards = [card(0, devmem=81920), card(1, devmem=40960)]
-        assert fit(cards, request, policy="spread").device_ids == ["GPU-1"]
+        for request in (GpuRequest(nums=1, memreq=10000, mempercentagereq=50, coresreq=10),
+                        GpuRequest(nums=1, memreq=10000, coresreq=10)):
+            assert fit(cards, request, policy="spread").device_ids == ["GPU-1"]
+
+    def test_a_card_typed_as_the_request_is_ranked_by_the_percentage(self):
+        """Where the types are equal, ComputeScore counts the percentage of each card, not gpumem:
+        50 % weighs alike on both cards (a tie, the later card), 10000 MiB weighs more on the
+        40 GiB card (spread's pick: the 80 GiB one)."""
+        cards = [card(0, devmem=81920, type="NVIDIA"), card(1, devmem=40960, type="NVIDIA")]
+        both = GpuRequest(nums=1, memreq=10000, mempercentagereq=50, coresreq=10)
+        assert fit(cards, both, policy="spread").device_ids == ["GPU-1"]
         gpumem_only = GpuRequest(nums=1, memreq=10000, coresreq=10)
         assert fit(cards, gpumem_only, policy="spread").device_ids == ["GPU-0"]
-        (placed,) = plan(cards, [request], policy="spread")
-        assert placed.memory_mib == 10000
+
+    def test_no_memory_asked_is_no_memory_charged(self):
+        """Fit's memreq starts at 0 and takes the percentage only when one is set (device.go)."""
+        assert GpuRequest(nums=1).memory_on(card(0)) == 0
+        assert fit([card(0, usedmem=81920)], GpuRequest(nums=1)).ok
 
 
 _cards = st.builds(
@@ -430,8 +475,6 @@ def test_planner_matches_a_brute_force_over_every_tie():
         for state, count in branches.values():
             answers = {}
             for name, devices in state.items():
-                if sum(d.used for d in devices) + request.nums > sum(d.count for d in devices):
-                    continue  # kube-scheduler's NodeResourcesFit: Insufficient nvidia.com/gpu
                 answers[name] = fit(devices, request, policy="spread")
             fitting = {name: node_score(state[name]) for name, answer in answers.items() if answer.ok}
             if not fitting:
