@@ -37,7 +37,7 @@ help:
 # An older engine would ignore options the program relies on (replace_with, deleted_with).
 check-pulumi:
 	@command -v pulumi >/dev/null || { echo "missing: pulumi  -> https://www.pulumi.com/docs/iac/download-install/"; exit 1; }
-	@want=$$($(PYTHON) -m components.versions PULUMI_CLI_MIN_VERSION); \
+	@want=$$($(PYTHON) -m kamaji_hami_platform.versions PULUMI_CLI_MIN_VERSION); \
 	have=$$(pulumi version 2>/dev/null | sed 's/^v//'); \
 	if [ "$$(printf '%s\n%s\n' "$$want" "$$have" | sort -V | head -n 1)" != "$$want" ]; then \
 	  echo "the Pulumi CLI is $${have:-unknown}, older than $$want, which this program needs: upgrade it -> https://www.pulumi.com/docs/iac/download-install/"; exit 1; fi
@@ -53,7 +53,7 @@ check-tools:
 
 # The pinned node image is built by one kind release; another kind may not run it well.
 check-kind-version: check-tools
-	@want=$$($(PYTHON) -m components.versions KIND_CLI_VERSION); \
+	@want=$$($(PYTHON) -m kamaji_hami_platform.versions KIND_CLI_VERSION); \
 	have=$$(kind version 2>/dev/null | awk '{print $$2}'); \
 	[ "$$have" = "$$want" ] || echo "warning: kind $$have is installed, but the pinned node image is built by kind $$want; install it: go install sigs.k8s.io/kind@$$want"
 
@@ -87,7 +87,7 @@ preview: stack policy/venv/.installed kamaji-chart
 
 # The Kamaji chart of the pinned tag, verified by digest, into .charts/ (reused once there).
 kamaji-chart: venv
-	$(VENV)/bin/python -m components.kamaji_chart
+	$(VENV)/bin/python -m kamaji_hami_platform.management.kamaji_chart
 
 # The kind cluster, the control planes and the create-only guards are protected (a change that
 # would replace them is refused): destroy on purpose ignores that (pulumi >= 3.256), and skips
@@ -102,7 +102,7 @@ tenant-argument:
 
 # Removing a tenant deletes its control plane and datastore: release its protection first.
 unprotect-tenant: tenant-argument stack
-	$(VENV)/bin/python -m components.protection --stack $(STACK) --tenant $(TENANT)
+	$(VENV)/bin/python -m kamaji_hami_platform.tools.protection --stack $(STACK) --tenant $(TENANT)
 
 test:
 	rm -rf $(TEST_VENV)
@@ -132,6 +132,6 @@ lint: venv
 
 # Every pin, then every image the stack pulls (charts' and Kamaji's included): a mirror list.
 images: venv kamaji-chart
-	@$(VENV)/bin/python -m components.versions
+	@$(VENV)/bin/python -m kamaji_hami_platform.versions
 	@echo
-	@$(VENV)/bin/python -m components.versions --images $(STACK)
+	@$(VENV)/bin/python -m kamaji_hami_platform.tools.images $(STACK)

@@ -2,11 +2,11 @@
 
 import pulumi
 
-from components.config import ConfigError, load_config
-from components.gpu import reference_request
-from components.hami_node_pool import HamiNodePool
-from components.kamaji_tenant import KamajiTenant
-from components.management_cluster import ManagementCluster
+from kamaji_hami_platform.config import ConfigError, load_config
+from kamaji_hami_platform.gpu import reference_request
+from kamaji_hami_platform.gpu.component import HamiNodePool
+from kamaji_hami_platform.management.component import ManagementCluster
+from kamaji_hami_platform.tenant.component import KamajiTenant
 
 try:
     platform = load_config()

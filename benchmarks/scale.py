@@ -59,7 +59,7 @@ def _run_under_mocks(path: Path | Any, config: dict[str, Any]) -> tuple[float, i
     from pulumi.runtime.stack import run_pulumi_func
     from pulumi.runtime.sync_await import _sync_await
 
-    from components.config import PROJECT
+    from kamaji_hami_platform.config import PROJECT
     from tests.harness import PlatformMocks
 
     class CountingMonitor(pulumi_mocks.MockMonitor):
@@ -85,9 +85,6 @@ def _import_everything() -> float:
     import pulumi_command  # noqa: F401
     import pulumi_kubernetes  # noqa: F401
 
-    import components.hami_node_pool
-    import components.kamaji_tenant
-    import components.management_cluster  # noqa: F401
     return time.perf_counter() - start
 
 
@@ -133,9 +130,9 @@ def measure(mode: str, size: int, resources: int | None = None) -> dict[str, Any
 
 
 def planner_seconds(pods: int = PLANNER_PODS) -> dict[str, Any]:
-    from components.config import BUILTIN_GPU_MODELS
-    from components.gpu import GpuRequest, plan_nodes
-    from components.gpu_devices import mock_devices
+    from kamaji_hami_platform.config import BUILTIN_GPU_MODELS
+    from kamaji_hami_platform.gpu import GpuRequest, plan_nodes
+    from kamaji_hami_platform.gpu.devices import mock_devices
 
     model = BUILTIN_GPU_MODELS["A100-80GB"]
     nodes = {f"n{i:02d}": mock_devices(model, 8, "bench", "t", f"n{i:02d}") for i in range(16)}

@@ -171,7 +171,8 @@ def _release_pinned(resource: Resource) -> list[str]:
     version = str(version or "")
     problems = []
     if isinstance(chart, str) and chart.startswith((".", "/")):
-        # A local chart folder (the platform's verified Kamaji chart, components/kamaji_chart.py)
+        # A local chart folder (the platform's verified Kamaji chart,
+        # kamaji_hami_platform/management/kamaji_chart.py)
         # is pinned by the content digest in its name; its version is what the provider's Check
         # reads from its Chart.yaml (pulumi-kubernetes v4.32.0 helm_release.go), not an input.
         if not LOCAL_CHART_DIGEST.search(chart):

@@ -22,8 +22,8 @@ from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from components import kamaji_chart
-from components.config import PROJECT
+from kamaji_hami_platform.config import PROJECT
+from kamaji_hami_platform.management import kamaji_chart
 
 ROOT = Path(__file__).resolve().parent.parent
 MAIN = ROOT / "__main__.py"

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from benchmarks import scale
-from components.config import parse_config
+from kamaji_hami_platform.config import parse_config
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.config import ConfigError, PlatformConfig, parse_config
+from kamaji_hami_platform.config import ConfigError, PlatformConfig, parse_config
 
 pytestmark = pytest.mark.unit
 

@@ -14,8 +14,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from components import management_render, node_join
-from components.create_only import GUARD_VALUE_ENV, CreateOnlySetting, guard_script
+from kamaji_hami_platform.create_only import GUARD_VALUE_ENV, CreateOnlySetting, guard_script
+from kamaji_hami_platform.management import render as management_render
+from kamaji_hami_platform.tenant import node_join
 from tests import harness
 from tests.harness import Program, run_program
 from tests.plan_model import REFUSED, ops, plan, refused, stopped

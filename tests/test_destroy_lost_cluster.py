@@ -28,7 +28,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from components import node_join
+from kamaji_hami_platform.tenant import node_join
 from tests.harness import Program, dev_stack_config, run_program
 from tests.plan_model import COMMAND, plan
 

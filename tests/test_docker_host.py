@@ -1,4 +1,5 @@
-"""What a worker needs from its Docker host, detected as kind detects it (components/docker_host.py)."""
+"""What a worker needs from its Docker host, detected as kind detects it
+(kamaji_hami_platform/docker_host.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from components import docker_host
+from kamaji_hami_platform import docker_host
 
 pytestmark = pytest.mark.unit
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from components import docker_network
-from components.config import ConfigError, parse_config
+from kamaji_hami_platform.config import ConfigError, parse_config
+from kamaji_hami_platform.management import docker_network
 
 pytestmark = pytest.mark.unit
 FAKES = Path(__file__).parent / "fakes"

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from components.config import parse_config
-from components.gpu import Span
+from kamaji_hami_platform.config import parse_config
+from kamaji_hami_platform.gpu import Span
 from tests.e2e import cases, support
 
 pytestmark = pytest.mark.unit
@@ -138,7 +138,7 @@ class TestCardsEmptyAndRegistered:
 
     @staticmethod
     def registered(tenant: cases.GpuTenant, metrics: str = "0") -> FakeCore:
-        from components.gpu_devices import node_register_annotation
+        from kamaji_hami_platform.gpu.devices import node_register_annotation
 
         core = tenant.core()
         for node, devices in tenant.devices().items():

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components import node_join
-from components.config import parse_config
+from kamaji_hami_platform.config import parse_config
+from kamaji_hami_platform.tenant import node_join
 from tests.e2e import lifecycle_support as life
 from tests.e2e.support import ROOT, HostSnapshot, leftovers
 from tests.e2e.test_lifecycle import lifecycle_config

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from components.config import parse_config
+from kamaji_hami_platform.config import parse_config
 from tests.e2e import conftest as e2e_conftest
 from tests.e2e import support
 from tests.e2e.test_lifecycle import lifecycle_config

@@ -8,10 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components import gpu
-from components.gpu import GpuDevice, GpuRequest, fit, plan
-from components.gpu_fit import order_devices
-from components.gpu_plan import Span, plan_nodes, plan_sequence
+from kamaji_hami_platform import planner
+from kamaji_hami_platform.config import PlatformConfig, load_stack
+from kamaji_hami_platform.gpu import GpuDevice, GpuRequest, fit, plan
+from kamaji_hami_platform.gpu.card_fit import order_devices
+from kamaji_hami_platform.gpu.placement import Span, plan_nodes, plan_sequence
 
 pytestmark = pytest.mark.unit
 
@@ -257,7 +258,7 @@ class TestNodeTies:
     def test_possible_outcomes_list_what_hami_may_record_by_name(self):
         """What a live run is judged against: binpack keeps three pods on whichever node took the
         first; spread alternates, starting on either."""
-        from components.gpu_plan import possible_outcomes
+        from kamaji_hami_platform.gpu.placement import possible_outcomes
 
         nodes = {"n1": [card(0)], "n2": [card(1)]}
         packed = possible_outcomes(nodes, [SHARE] * 3, node_policy="binpack")
@@ -267,7 +268,7 @@ class TestNodeTies:
                           (("n1", ("GPU-0",)),) + (("n2", ("GPU-1",)),) * 2}
 
     def test_possible_outcomes_refuse_to_guess_beyond_the_limit(self):
-        from components.gpu_plan import possible_outcomes
+        from kamaji_hami_platform.gpu.placement import possible_outcomes
 
         nodes = {f"n{i}": [card(i)] for i in range(6)}
         with pytest.raises(ValueError, match="more than 4 ways"):
@@ -275,7 +276,7 @@ class TestNodeTies:
 
     def test_node_scores_are_float32_as_hami_computes_them(self):
         """A float64 sum would separate what HAMi's float32 score ties (node_policy.go)."""
-        from components.gpu_plan import f32, node_score
+        from kamaji_hami_platform.gpu.placement import f32, node_score
 
         node = [card(0, used=1, usedmem=1, usedcores=1)]
         expected = f32(10 * f32(f32(f32(1 / 10) + f32(1 / 100)) + f32(1 / 81920)))
@@ -318,7 +319,7 @@ class TestDefaults:
         --node-scheduler-policy binpack (chart values.yaml the same)."""
         import inspect
 
-        from components import gpu_plan
+        from kamaji_hami_platform.gpu import placement as gpu_plan
 
         for function in (gpu_plan.plan_nodes, gpu_plan.plan_sequence, gpu_plan.pods_that_fit):
             parameters = inspect.signature(function).parameters
@@ -386,7 +387,7 @@ _requests = st.builds(
 @given(devices=st.lists(_cards, min_size=1, max_size=6, unique_by=lambda d: d.id),
        pods=st.lists(_requests, max_size=30), policy=st.sampled_from(["binpack", "spread", "mutex"]))
 def test_plan_never_overcommits_a_card(devices, pods, policy):
-    from components.gpu_fit import charge
+    from kamaji_hami_platform.gpu.card_fit import charge
 
     state = [GpuDevice(**vars(d)) for d in devices]
     for placement, request in zip(plan(devices, pods, policy=policy), pods, strict=True):
@@ -399,37 +400,37 @@ def test_plan_never_overcommits_a_card(devices, pods, policy):
 
 class TestPlanner:
     def test_table_for_the_dev_stack(self, capsys):
-        assert gpu.main(["plan", "--stack", "dev", "--pod", "gpumem=20000,gpucores=30",
+        assert planner.main(["plan", "--stack", "dev", "--pod", "gpumem=20000,gpucores=30",
                          "--count", "4"]) == 0
         out = capsys.readouterr().out
         assert out.count("placed (20000 MiB, 30 % cores per card)") == 6
         assert out.count("refused: 1/1 CardInsufficientCore") == 2
 
     def test_json(self, capsys):
-        assert gpu.main(["plan", "--stack", "dev", "--pod", "gpumem=90000", "--count", "1",
+        assert planner.main(["plan", "--stack", "dev", "--pod", "gpumem=90000", "--count", "1",
                          "--json"]) == 0
         report = json.loads(capsys.readouterr().out)
         (placement,) = report["tenants"]["tenant-a"]["placements"]
         assert placement["reason"] == "1/1 CardInsufficientMemory"
 
     @staticmethod
-    def two_workers() -> gpu.PlatformConfig:
+    def two_workers() -> PlatformConfig:
         from dataclasses import replace
 
-        platform = gpu.load_stack("dev")
+        platform = load_stack("dev")
         return replace(platform, tenants=[replace(platform.tenants[0], workers=2)])
 
     def test_table_names_tied_nodes_and_says_which_counts_are_certain(self):
         """Two identical workers tie for the first pod (HAMi v2.10.0 pkg/scheduler/score.go):
         no row may claim one node, and the seventh pod's refusal reads as kubectl shows it."""
-        report = gpu.plan_report(self.two_workers(), gpu.parse_pod("gpumem=20000,gpucores=30"), 7)
-        table = gpu.format_table(report)
+        report = planner.plan_report(self.two_workers(), planner.parse_pod("gpumem=20000,gpucores=30"), 7)
+        table = planner.format_table(report)
         assert table.count("tie: tenant-a-worker-0,tenant-a-worker-1") == 6
         assert "kubectl describe pod: 0/2 nodes are available: 2 1/1 CardInsufficientCore." in table
         assert "placed 6, refused 1, cards in use 2 (counts certain; HAMi picks between tied nodes" in table
 
     def test_json_gives_every_possible_node_and_the_summary(self):
-        report = gpu.plan_report(self.two_workers(), gpu.parse_pod("gpumem=20000,gpucores=30"), 7)
+        report = planner.plan_report(self.two_workers(), planner.parse_pod("gpumem=20000,gpucores=30"), 7)
         tenant = json.loads(json.dumps(report))["tenants"]["tenant-a"]
         first, last = tenant["placements"][0], tenant["placements"][-1]
         assert first["node"] is None and first["nodes"] == ["tenant-a-worker-0", "tenant-a-worker-1"]
@@ -443,7 +444,7 @@ class TestPlanner:
 
     @pytest.mark.parametrize("args", [["--pod", "vram=1"], ["--stack", "missing"], ["--count", "0"]])
     def test_bad_arguments_are_clear_errors(self, capsys, args):
-        assert gpu.main(["plan", *args]) == 2
+        assert planner.main(["plan", *args]) == 2
         assert capsys.readouterr().err.startswith("error: ")
 
 
@@ -453,10 +454,10 @@ def test_planner_matches_a_brute_force_over_every_tie():
     only) must find the same nodes per pod and the same counts."""
     import copy
 
-    from components.config import GpuModel
-    from components.gpu_devices import mock_devices
-    from components.gpu_fit import charge
-    from components.gpu_plan import node_score
+    from kamaji_hami_platform.config import GpuModel
+    from kamaji_hami_platform.gpu.card_fit import charge
+    from kamaji_hami_platform.gpu.devices import mock_devices
+    from kamaji_hami_platform.gpu.placement import node_score
 
     model = GpuModel("A", 40000, 100, 4, "NVIDIA A")
     nodes = {f"n{i}": mock_devices(model, 2, "c", "t", f"n{i}") for i in range(3)}

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from components import hami_render as render
-from components.config import QUOTA_KEYS, ConfigError, parse_config
-from components.gpu_devices import (
+from kamaji_hami_platform.config import QUOTA_KEYS, ConfigError, parse_config
+from kamaji_hami_platform.gpu import render
+from kamaji_hami_platform.gpu.devices import (
     GPU_CORES_RESOURCE,
     GPU_MEMORY_RESOURCE,
     GPU_RESOURCE,

@@ -1,4 +1,5 @@
-"""The Kamaji chart fetch (components/kamaji_chart.py), run for real with curl on file:// archives
+"""The Kamaji chart fetch (kamaji_hami_platform/management/kamaji_chart.py), run for real with curl
+on file:// archives
 built here in GitHub's tarball layout: verified, assembled with kamaji-etcd, reused, refused."""
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from components import kamaji_chart
-from components.versions import ChartSource
+from kamaji_hami_platform.management import kamaji_chart
+from kamaji_hami_platform.versions import ChartSource
 
 pytestmark = pytest.mark.unit
 
@@ -94,7 +95,7 @@ def test_a_chart_whose_content_changed_is_refused_naming_both_digests(tmp_path):
     assert result.returncode == 1
     changed = tree_digest({**KAMAJI_FILES, "templates/a.yaml": "kind: Changed\n"})
     assert f"content digest {changed}" in result.stderr and f"pins {kamaji.digest}" in result.stderr
-    assert "components/versions.py" in result.stderr
+    assert "kamaji_hami_platform/versions.py" in result.stderr
     assert not (tmp_path / "project" / kamaji_chart.chart_dir(kamaji, etcd)).exists(), "nothing half-built"
 
 

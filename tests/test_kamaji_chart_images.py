@@ -1,5 +1,6 @@
 """The images `make images` lists for Kamaji and kamaji-etcd, read from the verified chart
-(components/kamaji_chart_images.py) on charts written here in the layout of the pinned tags
+(kamaji_hami_platform/management/kamaji_chart_images.py) on charts written here in the layout of the
+pinned tags
 (clastix/kamaji 26.8.2-edge charts/kamaji, clastix/kamaji-etcd v0.15.0 charts/kamaji-etcd)."""
 
 from __future__ import annotations
@@ -9,10 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components import kamaji_chart, versions
-from components.config import ManagementConfig
-from components.kamaji_chart_images import chart_images, check_against_chart, qualified
-from components.management_render import kamaji_values
+from kamaji_hami_platform import versions
+from kamaji_hami_platform.config import ManagementConfig
+from kamaji_hami_platform.management import kamaji_chart
+from kamaji_hami_platform.management.kamaji_chart_images import chart_images, check_against_chart, qualified
+from kamaji_hami_platform.management.render import kamaji_values
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from components import versions
+from kamaji_hami_platform import versions
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +54,8 @@ def test_no_warning_with_the_pinned_kind(tools):
 def test_preview_and_up_fetch_the_verified_kamaji_chart_first(tools, target, engine):
     """A deployed stack's Kamaji release loads its local chart in every Check (preview and up)."""
     lines = make(target, tools, "-n", "STACK=lab").stdout.splitlines()
-    fetch = next(i for i, line in enumerate(lines) if "-m components.kamaji_chart" in line)
+    chart_module = "-m kamaji_hami_platform.management.kamaji_chart"
+    fetch = next(i for i, line in enumerate(lines) if chart_module in line)
     assert fetch < next(i for i, line in enumerate(lines) if line.startswith(engine))
 
 
@@ -107,6 +108,6 @@ exit 0""")
 
 def test_unprotect_tenant_names_the_tenant_or_says_how(tools):
     result = make("unprotect-tenant", tools, "-n", "STACK=lab", "TENANT=tenant-b")
-    assert "-m components.protection --stack lab --tenant tenant-b" in result.stdout
+    assert "-m kamaji_hami_platform.tools.protection --stack lab --tenant tenant-b" in result.stdout
     usage = make("unprotect-tenant", tools, "STACK=lab")
     assert usage.returncode != 0 and "usage: make unprotect-tenant TENANT=<name>" in usage.stdout

@@ -1,4 +1,4 @@
-"""kindnet in the management cluster loses kind v0.31.0's limits (components/management_kindnet.py),
+"""kindnet in the management cluster loses kind v0.31.0's limits (kamaji_hami_platform/management/kindnet.py),
 run against the stand-in docker playing the kind node."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from components import management_kindnet
-from components.config import ManagementConfig
+from kamaji_hami_platform.config import ManagementConfig
+from kamaji_hami_platform.management import kindnet as management_kindnet
 
 pytestmark = pytest.mark.unit
 

@@ -8,9 +8,9 @@ import subprocess
 import pytest
 import yaml
 
-from components import management_render as render
-from components import versions
-from components.config import ManagementConfig
+from kamaji_hami_platform import versions
+from kamaji_hami_platform.config import ManagementConfig
+from kamaji_hami_platform.management import render
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""Every generated name against the rules Kubernetes, kind and Docker apply (components/names.py).
+"""Every generated name against the rules Kubernetes, kind and Docker apply (kamaji_hami_platform/names.py).
 
 The rules are checked here against names the API server is known to accept or refuse; the
 sim tier applies the longest names the config accepts to a real kube-apiserver.
@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from components import hami_render, names
-from components.config import ConfigError, parse_config
+from kamaji_hami_platform import names
+from kamaji_hami_platform.config import ConfigError, parse_config
+from kamaji_hami_platform.gpu import render as hami_render
 from tests.harness import run_program
 
 pytestmark = pytest.mark.unit

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from components import node_join, versions
-from components.config import ManagementConfig, parse_config
+from kamaji_hami_platform import versions
+from kamaji_hami_platform.config import ManagementConfig, parse_config
+from kamaji_hami_platform.tenant import node_join
 
 pytestmark = pytest.mark.unit
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from components import kamaji_chart, versions
+from kamaji_hami_platform import versions
+from kamaji_hami_platform.management import kamaji_chart
 from tests.harness import MGMT_KUBECONFIG_SENTINEL, Program, is_secret, plain_text_leaks, run_program
 
 pytestmark = pytest.mark.unit

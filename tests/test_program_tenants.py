@@ -192,7 +192,7 @@ def test_a_missing_controller_reference_is_unknown_in_preview_and_an_error_in_up
     """Never "": a known, changed identity would plan a new provider and new workers."""
     from types import SimpleNamespace
 
-    from components.kamaji_tenant import control_plane_uid
+    from kamaji_hami_platform.tenant.component import control_plane_uid
 
     owner = SimpleNamespace(kind="TenantControlPlane", controller=True, uid="u-1")
     assert control_plane_uid(SimpleNamespace(owner_references=[owner]), dry_run=False) == "u-1"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from components import protection
+from kamaji_hami_platform.tools import protection
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,7 +62,7 @@ esac
 """)
     pulumi.chmod(0o755)
     env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
-    result = subprocess.run([sys.executable, "-m", "components.protection", "--stack", "dev",
+    result = subprocess.run([sys.executable, "-m", "kamaji_hami_platform.tools.protection", "--stack", "dev",
                              "--tenant", "tenant-a"], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from components import readiness
-from components.config import ManagementConfig, parse_config
-from components.management_render import KAMAJI_NAMESPACE
-from components.node_join import KUBECONFIG_ENV
-from components.tenantcontrolplane import API_VERSION, KIND
+from kamaji_hami_platform import readiness
+from kamaji_hami_platform.config import ManagementConfig, parse_config
+from kamaji_hami_platform.management.render import KAMAJI_NAMESPACE
+from kamaji_hami_platform.tenant.control_plane import API_VERSION, KIND
+from kamaji_hami_platform.tenant.node_join import KUBECONFIG_ENV
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from components import config, versions
+from kamaji_hami_platform import config, versions
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""Reading a stack's state through the Pulumi CLI (components/stack_state.py)."""
+"""Reading a stack's state through the Pulumi CLI (kamaji_hami_platform/tools/stack_state.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from components import stack_state
+from kamaji_hami_platform.tools import stack_state
 
 pytestmark = pytest.mark.unit
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from components import tenant_addons, versions
-from components.config import parse_config
+from kamaji_hami_platform import versions
+from kamaji_hami_platform.config import parse_config
+from kamaji_hami_platform.tenant import addons as tenant_addons
 
 pytestmark = pytest.mark.unit
 ENDPOINT = "172.18.255.201:6443"
@@ -80,7 +81,7 @@ class TestKubeProxy:
 def test_kube_proxy_pods_roll_when_their_configuration_changes(dev_config):
     """kube-proxy reads its ConfigMap once; the tenant provider updates the ConfigMap in place,
     and this pod-template annotation makes the DaemonSet roll its pods onto the new content."""
-    from components.config import parse_config
+    from kamaji_hami_platform.config import parse_config
 
     tenant = parse_config(dev_config).tenants[0]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from components import docker_network
-from components.config import parse_config
-from components.tenant_network_policy import network_policies
+from kamaji_hami_platform.config import parse_config
+from kamaji_hami_platform.management import docker_network
+from kamaji_hami_platform.tenant.network_policy import network_policies
 from tests.netpol_eval import Endpoint, allowed
 
 pytestmark = pytest.mark.unit

@@ -8,8 +8,8 @@ import json
 import jsonpatch
 import pytest
 
-from components.config import parse_config
-from components.tenantcontrolplane import tenant_control_plane
+from kamaji_hami_platform.config import parse_config
+from kamaji_hami_platform.tenant.control_plane import tenant_control_plane
 
 pytestmark = pytest.mark.unit
 

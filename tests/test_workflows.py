@@ -103,7 +103,7 @@ def test_policy_pack_is_a_python_pack_with_pinned_requirements():
 
 
 def test_e2e_workflow_installs_the_pinned_kind():
-    from components.versions import KIND_CLI_VERSION
+    from kamaji_hami_platform.versions import KIND_CLI_VERSION
 
     assert load("e2e.yml")["jobs"]["e2e"]["env"]["KIND_VERSION"] == KIND_CLI_VERSION
 

@@ -13,9 +13,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from components.config import PlatformConfig, TenantConfig
-from components.gpu import GpuRequest, Span, capacity
-from components.gpu_devices import (
+from kamaji_hami_platform.config import PlatformConfig, TenantConfig
+from kamaji_hami_platform.gpu import GpuRequest, Span, capacity
+from kamaji_hami_platform.gpu.card_fit import CARD_INSUFFICIENT_MEMORY
+from kamaji_hami_platform.gpu.devices import (
     GPU_CORES_RESOURCE,
     GPU_MEMORY_RESOURCE,
     GPU_RESOURCE,
@@ -24,8 +25,7 @@ from components.gpu_devices import (
     parse_node_register_annotation,
     tenant_devices,
 )
-from components.gpu_fit import CARD_INSUFFICIENT_MEMORY
-from components.hami_render import HAMI_NAMESPACE, SCHEDULER_NAME
+from kamaji_hami_platform.gpu.render import HAMI_NAMESPACE, SCHEDULER_NAME
 from tests.e2e.support import (
     ALLOCATED_ANNOTATION,
     FILTERING_FAILED,

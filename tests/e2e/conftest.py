@@ -17,8 +17,7 @@ from typing import Any, NoReturn
 import pytest
 import yaml
 
-from components.config import PlatformConfig, TenantConfig
-from components.gpu import load_stack
+from kamaji_hami_platform.config import PlatformConfig, TenantConfig, load_stack
 from tests.e2e.support import ROOT, backend_env, error_text, missing_prerequisite
 
 STACK = os.environ.get("E2E_STACK", "dev")

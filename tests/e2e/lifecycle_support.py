@@ -31,8 +31,9 @@ from typing import Any
 
 import yaml
 
-from components import docker_network, node_join
-from components.config import PROJECT, ManagementConfig
+from kamaji_hami_platform.config import PROJECT, ManagementConfig
+from kamaji_hami_platform.management import docker_network
+from kamaji_hami_platform.tenant import node_join
 from tests.e2e.support import NO_CHANGE_OPS, SUBPROCESS_TIMEOUT, HostSnapshot, leftovers, planned_changes
 
 STACK_ENV = "E2E_LIFECYCLE_STACK"
@@ -40,7 +41,7 @@ SUBNET_ENV = "E2E_DOCKER_SUBNET"
 STACK_PREFIX = "e2e"
 DEFAULT_SUBNET = "172.29.0.0/16"  # beside the dev stack's 172.30.0.0/16
 # The stack's name is also its kind cluster's and Docker network's: a DNS label of at most 40
-# characters, as management.name (components/config.py).
+# characters, as management.name (kamaji_hami_platform/config.py).
 STACK_NAME_LIMIT = 40
 _STACK_NAME = re.compile(rf"^{STACK_PREFIX}([-a-z0-9]*[a-z0-9])?$")
 MANAGEMENT_KEY = f"{PROJECT}:management"

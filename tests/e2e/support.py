@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from components import versions
-from components.config import PlatformConfig, TenantConfig
-from components.gpu import GpuRequest, Placement, Plan, plan_tenant, possible_outcomes
-from components.gpu_devices import tenant_devices
-from components.gpu_plan import Outcome
+from kamaji_hami_platform import versions
+from kamaji_hami_platform.config import PlatformConfig, TenantConfig
+from kamaji_hami_platform.gpu import GpuRequest, Placement, Plan, plan_tenant, possible_outcomes
+from kamaji_hami_platform.gpu.devices import tenant_devices
+from kamaji_hami_platform.gpu.placement import Outcome
 
 ROOT = Path(__file__).resolve().parents[2]
 ALLOCATED_ANNOTATION = "hami.io/vgpu-devices-allocated"

@@ -18,11 +18,11 @@ from urllib.parse import urlparse
 
 import pytest
 
-from components import versions
-from components.config import TenantConfig
-from components.gpu_fit import CARD_INSUFFICIENT_CORE
-from components.management_render import control_plane_container
-from components.tenantcontrolplane import API_PORT, KONNECTIVITY_PORT
+from kamaji_hami_platform import versions
+from kamaji_hami_platform.config import TenantConfig
+from kamaji_hami_platform.gpu.card_fit import CARD_INSUFFICIENT_CORE
+from kamaji_hami_platform.management.render import control_plane_container
+from kamaji_hami_platform.tenant.control_plane import API_PORT, KONNECTIVITY_PORT
 from tests.e2e import cases
 from tests.e2e.cases import NAMESPACE, GpuTenant
 from tests.e2e.conftest import LiveStack

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.config import PROJECT
+from kamaji_hami_platform.config import PROJECT
 from tests.e2e import lifecycle_support as life
 from tests.e2e.conftest import REQUIRE_STACK
 from tests.e2e.support import (

@@ -23,8 +23,8 @@ from typing import Any
 
 import yaml
 
-from components.config import TenantConfig
-from components.tenantcontrolplane import ADMISSION_CONTROLLERS
+from kamaji_hami_platform.config import TenantConfig
+from kamaji_hami_platform.tenant.control_plane import ADMISSION_CONTROLLERS
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "toolchain" / "build.sh"

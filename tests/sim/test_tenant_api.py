@@ -14,9 +14,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from components import hami_render, names, tenant_addons
-from components.config import parse_config
-from components.gpu_devices import GPU_RESOURCE, tenant_devices
+from kamaji_hami_platform import names
+from kamaji_hami_platform.config import parse_config
+from kamaji_hami_platform.gpu import render as hami_render
+from kamaji_hami_platform.gpu.devices import GPU_RESOURCE, tenant_devices
+from kamaji_hami_platform.tenant import addons as tenant_addons
 from tests.harness import dev_stack_config
 from tests.sim.cluster import TenantApi, tenant_api, toolchain
 
@@ -299,7 +301,7 @@ def longest_names_config() -> dict:
 
 def test_the_longest_names_the_config_accepts_are_accepted_by_the_real_api_server(api):
     """Every name derived from the longest accepted config, in the objects that carry it
-    (components/names.py): the namespace, the Service and label Kamaji derive from the tenant,
+    (kamaji_hami_platform/names.py): the namespace, the Service and label Kamaji derive from the tenant,
     its Secrets, the workers' Nodes and their capacity CronJobs (52 characters at most)."""
     platform = parse_config(longest_names_config())
     tenant = platform.tenants[0]

@@ -7,13 +7,12 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as kubernetes
 
-from components import hami_render as render
-from components import versions
-from components.config import TenantConfig
-from components.gpu import GpuRequest, tenant_capacity_summary
-from components.gpu_devices import GpuDevice, tenant_devices
-from components.kamaji_tenant import KamajiTenant
-from components.kubernetes_objects import create_objects
+from kamaji_hami_platform import versions
+from kamaji_hami_platform.config import TenantConfig
+from kamaji_hami_platform.gpu import GpuRequest, render, tenant_capacity_summary
+from kamaji_hami_platform.gpu.devices import GpuDevice, tenant_devices
+from kamaji_hami_platform.kubernetes_objects import create_objects
+from kamaji_hami_platform.tenant.component import KamajiTenant
 
 TYPE_TOKEN = "kamaji-hami-platform:index:HamiNodePool"
 HELM_TIMEOUT_SECONDS = 600

@@ -16,13 +16,15 @@ import pulumi_kubernetes as kubernetes
 import yaml
 from pulumi_command import local
 
-from components import docker_host, node_join, readiness, tenant_addons
-from components import tenantcontrolplane as tcp_render
-from components.config import ManagementConfig, TenantConfig
-from components.create_only import create_only_guards
-from components.kubernetes_objects import create_objects, create_objects_with
-from components.management_cluster import ManagementCluster
-from components.tenant_network_policy import network_policies
+from kamaji_hami_platform import docker_host, readiness
+from kamaji_hami_platform.config import ManagementConfig, TenantConfig
+from kamaji_hami_platform.create_only import create_only_guards
+from kamaji_hami_platform.kubernetes_objects import create_objects, create_objects_with
+from kamaji_hami_platform.management.component import ManagementCluster
+from kamaji_hami_platform.tenant import addons as tenant_addons
+from kamaji_hami_platform.tenant import control_plane as tcp_render
+from kamaji_hami_platform.tenant import node_join
+from kamaji_hami_platform.tenant.network_policy import network_policies
 
 TYPE_TOKEN = "kamaji-hami-platform:index:KamajiTenant"
 ADMIN_KUBECONFIG_KEY = "admin.conf"
@@ -104,7 +106,7 @@ class KamajiTenant(pulumi.ComponentResource):
         self.control_plane_uid = self.admin_secret.metadata.apply(
             lambda meta: control_plane_uid(meta, pulumi.runtime.is_dry_run()))
         # Kamaji authorizes the admin credentials a while after the TCP is Ready;
-        # nothing is created inside the tenant before they are (components/readiness.py).
+        # nothing is created inside the tenant before they are (kamaji_hami_platform/readiness.py).
         self.admin_access = local.Command(
             f"{name}-admin-access",
             create=readiness.tenant_admin_access_script(tenant, management_config),

@@ -27,9 +27,10 @@ from typing import Any
 
 import yaml
 
-from components import kamaji_chart, versions
-from components.config import ManagementConfig
-from components.management_render import kamaji_values
+from kamaji_hami_platform import versions
+from kamaji_hami_platform.config import ManagementConfig
+from kamaji_hami_platform.management import kamaji_chart
+from kamaji_hami_platform.management.render import kamaji_values
 
 KAMAJI = "Kamaji chart"
 KAMAJI_ETCD = "kamaji-etcd chart"
@@ -94,14 +95,14 @@ def check_against_chart(management: ManagementConfig, project: Path = Path("."))
     is not fetched here, said on stderr); False, naming the difference, when they drifted."""
     chart = project / kamaji_chart.chart_dir()
     if not (chart / kamaji_chart.VERIFIED_MARKER).is_file():
-        print(f"note: {chart} is not fetched; the Kamaji rows are components/versions.py's reading"
+        print(f"note: {chart} is not fetched; the Kamaji rows are kamaji_hami_platform/versions.py's reading"
               " of the chart (make kamaji-chart, then make images, reads them from it)", file=sys.stderr)
         return True
     found = set(chart_images(chart, versions.MANAGEMENT_MINOR, kamaji_values(management)))
     pinned = versions.kamaji_chart_images()
     if found == pinned:
         return True
-    print(f"components/versions.py lists Kamaji chart images that are not what {chart} deploys:",
+    print(f"kamaji_hami_platform/versions.py lists Kamaji chart images that are not what {chart} deploys:",
           file=sys.stderr)
     for where, image in sorted(found - pinned):
         print(f"  the chart deploys {image} ({where}), versions.py does not list it", file=sys.stderr)

@@ -3,7 +3,8 @@
 `GpuDevice` carries HAMi's `DeviceInfo` fields (HAMi v2.10.0 pkg/device/devices.go) plus usage;
 `node_register_annotation` encodes a node's cards exactly as HAMi's scheduler
 parses `hami.io/node-nvidia-register` (JSON, since v2.8.0). The fit model
-(`components.gpu_fit`) works on the same objects; `components.gpu` is the public facade.
+(`kamaji_hami_platform.gpu.card_fit`) works on the same objects; `kamaji_hami_platform.gpu.capacity` is
+the public facade.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 import uuid
 from dataclasses import dataclass
 
-from components.config import GpuModel, TenantConfig
+from kamaji_hami_platform.config import GpuModel, TenantConfig
 
 NODE_REGISTER_ANNOTATION = "hami.io/node-nvidia-register"
 GPU_NODE_LABEL = ("gpu", "on")

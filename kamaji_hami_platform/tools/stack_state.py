@@ -1,5 +1,5 @@
 """Reading a stack's state through the Pulumi CLI, for the platform's state tools
-(components/protection.py): run a tool, export the state, find its resources.
+(kamaji_hami_platform/tools/protection.py): run a tool, export the state, find its resources.
 
 Resource inputs and outputs are never printed (they may hold secret ciphertext).
 """

@@ -25,11 +25,11 @@ from __future__ import annotations
 import json
 import shlex
 
-from components import tenantcontrolplane as tcp_render
-from components import versions
-from components.config import ManagementConfig, TenantConfig
-from components.management_render import KAMAJI_NAMESPACE, control_plane_container
-from components.node_join import KUBECONFIG_ENV
+from kamaji_hami_platform import versions
+from kamaji_hami_platform.config import ManagementConfig, TenantConfig
+from kamaji_hami_platform.management.render import KAMAJI_NAMESPACE, control_plane_container
+from kamaji_hami_platform.tenant import control_plane as tcp_render
+from kamaji_hami_platform.tenant.node_join import KUBECONFIG_ENV
 
 # The kind node's own admin kubeconfig (kubeadm writes it; kind reads it there too).
 KIND_NODE_ADMIN_KUBECONFIG = "/etc/kubernetes/admin.conf"

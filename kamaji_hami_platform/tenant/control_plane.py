@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components import names
-from components.config import TenantConfig
-from components.create_only import CreateOnlySetting
+from kamaji_hami_platform import names
+from kamaji_hami_platform.config import TenantConfig
+from kamaji_hami_platform.create_only import CreateOnlySetting
 
 API_VERSION = "kamaji.clastix.io/v1alpha1"
 KIND = "TenantControlPlane"

@@ -8,7 +8,7 @@ memory 50Mi` (kind v0.31.0 pkg/build/nodeimage/const_cni.go); kind removed both 
 (kind commits eedf7648 "Removed 50MB limits", 52e59600 "Remove CPU limit for node image
 kindnet") because an OOM-killed or throttled kindnetd stalls or opens the data plane. The
 platform removes them from the running DaemonSet once per kind cluster, as the tenants' own
-kindnet is rendered without them (components/tenant_addons.py).
+kindnet is rendered without them (kamaji_hami_platform/tenant/addons.py).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 import shlex
 
-from components.config import ManagementConfig
-from components.management_render import control_plane_container
-from components.readiness import KIND_NODE_KUBECTL
+from kamaji_hami_platform.config import ManagementConfig
+from kamaji_hami_platform.management.render import control_plane_container
+from kamaji_hami_platform.readiness import KIND_NODE_KUBECTL
 
 KINDNET_DAEMONSET = "kindnet"
 KINDNET_CONTAINER = "kindnet-cni"  # the DaemonSet's only container (const_cni.go)

@@ -6,10 +6,11 @@ import pulumi
 import pulumi_kubernetes as kubernetes
 from pulumi_command import local
 
-from components import docker_host, docker_network, kamaji_chart, management_kindnet, readiness, versions
-from components import management_render as render
-from components.config import ManagementConfig
-from components.create_only import create_only_guards
+from kamaji_hami_platform import docker_host, readiness, versions
+from kamaji_hami_platform.config import ManagementConfig
+from kamaji_hami_platform.create_only import create_only_guards
+from kamaji_hami_platform.management import docker_network, kamaji_chart, render
+from kamaji_hami_platform.management import kindnet as management_kindnet
 
 TYPE_TOKEN = "kamaji-hami-platform:index:ManagementCluster"
 # Helm's own default (300 s) is too short for kamaji-etcd's three PVC-backed pods.
@@ -54,7 +55,8 @@ class ManagementCluster(pulumi.ComponentResource):
                                               render.MANAGEMENT_WAY_OUT, self)
 
         # kind keeps a network that exists (kind v0.31.0 network.go ensureNetwork): this one has
-        # the configured subnet workers take fixed addresses from (components/docker_network.py).
+        # the configured subnet workers take fixed addresses from
+        # (kamaji_hami_platform/management/docker_network.py).
         self.network = local.Command(
             f"{name}-network",
             create=docker_network.create_script(management.docker_network, management.docker_subnet,
@@ -111,7 +113,7 @@ class ManagementCluster(pulumi.ComponentResource):
             render.metallb_values(), on_cluster)
         self.pool_range = pulumi.Output.from_input(management.pool_range)
         # What kind adds to its nodes on some hosts, read once per kind cluster, as kind reads it
-        # for its own node: the workers start with the same (components/docker_host.py).
+        # for its own node: the workers start with the same (kamaji_hami_platform/docker_host.py).
         host_check = local.Command(
             f"{name}-docker-host",
             create=docker_host.host_flags_script(),
@@ -119,7 +121,7 @@ class ManagementCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.cluster])))
         self.host_flags = host_check.stdout
         # The management cluster's kindnetd enforces tenant isolation: without kind v0.31.0's
-        # limits, as kind itself has it since (components/management_kindnet.py).
+        # limits, as kind itself has it since (kamaji_hami_platform/management/kindnet.py).
         self.kindnet = local.Command(
             f"{name}-kindnet-limits",
             create=management_kindnet.remove_limits_script(management),
@@ -143,7 +145,7 @@ class ManagementCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
                 depends_on=[self.pool])),
         )
-        # The chart of the Kamaji tag the platform runs, verified by digest (components/kamaji_chart.py).
+        # The chart of the Kamaji tag the platform runs, verified by digest (management/kamaji_chart.py).
         chart = local.Command(
             f"{name}-kamaji-chart",
             create=kamaji_chart.fetch_script(),
@@ -163,7 +165,7 @@ class ManagementCluster(pulumi.ComponentResource):
                 depends_on=[self.cert_manager, chart, self.kindnet, *self.create_only])))
 
         # Kamaji's TCP webhooks fail closed and its readiness is a bare ping:
-        # tenants wait until a dry-run TCP is accepted (components/readiness.py).
+        # tenants wait until a dry-run TCP is accepted (kamaji_hami_platform/readiness.py).
         self.kamaji_webhook = local.Command(
             f"{name}-kamaji-webhook",
             create=readiness.kamaji_webhook_wait_script(management),

@@ -4,7 +4,8 @@ Default deny in both directions, then only what a TenantControlPlane needs
 (pod labels from clastix/kamaji 26.8.2-edge internal/constants/labels.go):
 
 - API (6443) and Konnectivity (8132) from exactly: the tenant's own workers (their fixed
-  addresses, one block of the Docker network per tenant: components/docker_network.py), the
+  addresses, one block of the Docker network per tenant:
+  kamaji_hami_platform/management/docker_network.py), the
   host that runs Pulumi (the network's gateway), the Kamaji controller in `kamaji-system`, and
   pods of the tenant's own namespace (in-namespace tooling, the isolation probe). Nothing else:
   not another tenant's workers, nor pods of another tenant's cluster (they leave their worker
@@ -24,10 +25,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from components import docker_network
-from components.config import ManagementConfig, TenantConfig
-from components.management_render import KAMAJI_NAMESPACE
-from components.tenantcontrolplane import API_PORT, KONNECTIVITY_PORT
+from kamaji_hami_platform.config import ManagementConfig, TenantConfig
+from kamaji_hami_platform.management import docker_network
+from kamaji_hami_platform.management.render import KAMAJI_NAMESPACE
+from kamaji_hami_platform.tenant.control_plane import API_PORT, KONNECTIVITY_PORT
 
 TCP_POD_LABEL = "kamaji.clastix.io/name"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"

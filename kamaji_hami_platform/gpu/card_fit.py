@@ -7,7 +7,7 @@ What it models: the request HAMi builds from a container's limits (with the admi
 webhook's defaults), the per-card check order and reason codes of `Fit`, binpack / spread /
 mutex card ordering with HAMi's float32 scores, multi-card requests, NUMA binding and
 node-level `NodeInsufficientDevice`. The choice between nodes, ties included, is
-`components.gpu_plan`. What it leaves out on purpose: MIG, NUMA/NVLink topology scores
+`kamaji_hami_platform.gpu.placement`. What it leaves out on purpose: MIG, NUMA/NVLink topology scores
 (`topology-aware`), ResourceQuota checks, per-pod scoring-weight annotations, multi-container
 and init-container pods.
 """
@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from components.gpu_devices import (
+from kamaji_hami_platform.gpu.devices import (
     DEVICE_TYPE_NVIDIA,
     GPU_CORES_RESOURCE,
     GPU_MEMORY_PERCENTAGE_RESOURCE,

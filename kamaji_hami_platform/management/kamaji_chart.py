@@ -9,7 +9,8 @@ Chart.lock), is kept in `.charts/` of the project, under a name that carries its
 Helm release installs that folder (pulumi-kubernetes loads a local chart path relative to the
 project directory, where the engine starts providers).
 
-    python -m components.kamaji_chart     # make kamaji-chart: fetch and verify, print the path
+    python -m kamaji_hami_platform.management.kamaji_chart
+        # make kamaji-chart: fetch and verify, print the path
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import shlex
 import subprocess
 import sys
 
-from components import versions
-from components.versions import ChartSource
+from kamaji_hami_platform import versions
+from kamaji_hami_platform.versions import ChartSource
 
 CACHE_DIR = ".charts"
 VERIFIED_MARKER = ".verified"
@@ -72,7 +73,7 @@ mv "$1" {into}
 found=$(tree_digest {into})
 if [ "$found" != {source.digest} ]; then
   echo "the {source.name} chart of {source.repository}@{source.tag} ({source.path}) has content digest" \\
-    "$found, but the platform pins {source.digest} (components/versions.py): refused." >&2
+    "$found, but the platform pins {source.digest} (kamaji_hami_platform/versions.py): refused." >&2
   echo "If you moved to another tag on purpose, review its chart and put that digest in" \\
     "versions.py; otherwise the tag's content changed and must not be installed." >&2
   exit 1

@@ -45,8 +45,8 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from components.gpu_devices import GpuDevice
-from components.gpu_fit import FULL_CARD_CORES, HAMI_SCORE_WEIGHT, GpuRequest, charge, f32, fit
+from kamaji_hami_platform.gpu.card_fit import FULL_CARD_CORES, HAMI_SCORE_WEIGHT, GpuRequest, charge, f32, fit
+from kamaji_hami_platform.gpu.devices import GpuDevice
 
 DEFAULT_GPU_POLICY = "spread"  # HAMi cmd/scheduler/main.go --gpu-scheduler-policy, chart values.yaml
 DEFAULT_NODE_POLICY = "binpack"  # --node-scheduler-policy

@@ -12,9 +12,13 @@ import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from components import docker_network, names, versions
+import yaml
+
+from kamaji_hami_platform import names, versions
+from kamaji_hami_platform.management import docker_network
 
 PROJECT = "kamaji-hami-platform"
 
@@ -34,7 +38,7 @@ DEFAULT_NODE_LOCK_TIMEOUT = "5s"
 # HAMi orders a node's cards with Go's sort.Sort, an insertion sort (stable) for at
 # most 12 elements and pdqsort (unstable) beyond (Go src/sort/zsortinterface.go
 # `maxInsertion = 12`): up to 12 cards, tied cards keep their registration order,
-# which the planner relies on (components/gpu_fit.py order_devices). Real nodes
+# which the planner relies on (kamaji_hami_platform/gpu/card_fit.py order_devices). Real nodes
 # carry 8 cards or fewer.
 MAX_CARDS_PER_NODE = 12
 # Namespaces of the management cluster that a tenant (whose name is its
@@ -155,7 +159,7 @@ class ManagementConfig:
     name: str = "kamaji"
     node_image: str = versions.KIND_NODE_IMAGE
     # A network of the platform's own (not kind's `kind`): its IPv4 subnet must be configured
-    # for workers to have fixed addresses (components/docker_network.py).
+    # for workers to have fixed addresses (kamaji_hami_platform/management/docker_network.py).
     docker_network: str = "kamaji-hami"
     docker_subnet: str = "172.30.0.0/16"
     metallb_address_range: str | None = None
@@ -599,3 +603,19 @@ def load_config() -> PlatformConfig:
     if problems:
         raise ConfigError(problems)
     return parse_config(raw)
+
+
+def load_stack_file(path: Path) -> PlatformConfig:
+    """The platform config of a stack file (`Pulumi.<stack>.yaml`), validated; without Pulumi."""
+    if not path.is_file():
+        raise ValueError(f"no stack config {path.name} in {path.parent}")
+    document = yaml.safe_load(path.read_text()) or {}
+    prefix = f"{PROJECT}:"
+    raw = {key[len(prefix):]: value for key, value in (document.get("config") or {}).items()
+           if key.startswith(prefix)}
+    return parse_config(raw)
+
+
+def load_stack(stack: str, root: Path | None = None) -> PlatformConfig:
+    """`Pulumi.<stack>.yaml` of `root` (default: the current directory, the Pulumi project's)."""
+    return load_stack_file((root or Path.cwd()) / f"Pulumi.{stack}.yaml")

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components import config, names, versions
-from components.config import TenantConfig
-from components.gpu_devices import (
+from kamaji_hami_platform import config, names, versions
+from kamaji_hami_platform.config import TenantConfig
+from kamaji_hami_platform.gpu.devices import (
     GPU_NODE_LABEL,
     GPU_RESOURCE,
     NODE_REGISTER_ANNOTATION,

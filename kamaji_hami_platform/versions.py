@@ -1,6 +1,6 @@
 """Every pinned version and image of the platform, in one table.
 
-An air-gapped user mirrors exactly what `python -m components.versions` prints.
+An air-gapped user mirrors exactly what `python -m kamaji_hami_platform.versions` prints.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ KAMAJI_IMAGE_TAG = "26.8.2-edge"
 @dataclass(frozen=True)
 class ChartSource:
     """A Helm chart taken from its project's source at a git tag, verified by a content digest
-    (sha256 over the sorted `sha256sum` lines of its files: components/kamaji_chart.py)."""
+    (sha256 over the sorted `sha256sum` lines of its files:
+    kamaji_hami_platform/management/kamaji_chart.py)."""
 
     name: str
     repository: str  # github.com/<owner>/<repo>
@@ -151,8 +152,8 @@ MANAGEMENT_MINOR = KIND_NODE_VERSION.rsplit(".", 1)[0]
 
 
 def kamaji_chart_images(management_minor: str = MANAGEMENT_MINOR) -> set[tuple[str, str]]:
-    """What the pinned Kamaji chart deploys with the platform's values, as read from it;
-    `make images` checks this against the verified chart (components/kamaji_chart_images.py)."""
+    """What the pinned Kamaji chart deploys with the platform's values, as read from it; `make images`
+    checks this against the verified chart (kamaji_hami_platform/management/kamaji_chart_images.py)."""
     return {
         ("Kamaji chart", f"docker.io/clastix/kamaji:{KAMAJI_IMAGE_TAG}"),
         ("kamaji-etcd chart", KAMAJI_ETCD_IMAGE),
@@ -197,18 +198,9 @@ def images(tenant_versions: list[str]) -> list[tuple[str, str]]:
 if __name__ == "__main__":
     import sys
 
-    # `python -m components.versions KIND_CLI_VERSION` prints one pin (for the Makefile);
-    # `python -m components.versions --images dev` every image the stack `dev` pulls.
-    if len(sys.argv) > 2 and sys.argv[1] == "--images":
-        from components.gpu import load_stack
-        from components.kamaji_chart_images import check_against_chart
-
-        platform = load_stack(sys.argv[2])
-        if not check_against_chart(platform.management):
-            sys.exit(1)
-        for where, image in images([t.kubernetes_version for t in platform.tenants]):
-            print(f"{image:90} {where}")
-    elif len(sys.argv) > 1:
+    # `python -m kamaji_hami_platform.versions KIND_CLI_VERSION` prints one pin (for the Makefile);
+    # without an argument, the table. Every image a stack pulls: kamaji_hami_platform.tools.images.
+    if len(sys.argv) > 1:
         print(globals()[sys.argv[1]])
     else:
         for component, pin in pinned_table():

@@ -1,13 +1,10 @@
-"""GPU model of the platform: devices, HAMi's fit, and a capacity planner.
+"""The offline capacity planner: what HAMi would do with N identical GPU pods in each tenant of
+a stack file, as a table or JSON. No cluster and no Pulumi CLI needed.
 
-Public API: `GpuDevice`, `GpuRequest`, `fit`, `FitResult`, `plan`, `plan_nodes`,
-`plan_sequence`, `Plan`, `Placement`, `Span` (see `components.gpu_devices`,
-`components.gpu_fit` and `components.gpu_plan`: where HAMi may pick any of several tied nodes,
-the plan lists them and gives each count as a range over those choices).
+    kamaji-hami-plan plan --stack dev --pod gpumem=20000,gpucores=30 --count 4 [--json]
+    python -m kamaji_hami_platform.planner plan ...            (the same)
 
-Planner, offline, from a stack's config file:
-
-    python -m components.gpu plan --stack dev --pod gpumem=20000,gpucores=30 --count 4 [--json]
+`--stack NAME` reads `Pulumi.NAME.yaml` in the current directory; `--stack-file PATH` any file.
 """
 
 from __future__ import annotations
@@ -19,76 +16,20 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from components.config import PROJECT, ConfigError, PlatformConfig, TenantConfig, parse_config
-from components.gpu_devices import (
+from kamaji_hami_platform.config import ConfigError, PlatformConfig, load_stack, load_stack_file
+from kamaji_hami_platform.gpu.capacity import plan_tenant
+from kamaji_hami_platform.gpu.card_fit import GpuRequest
+from kamaji_hami_platform.gpu.devices import (
     GPU_CORES_RESOURCE,
     GPU_MEMORY_PERCENTAGE_RESOURCE,
     GPU_MEMORY_RESOURCE,
     GPU_RESOURCE,
     GpuCapacity,
-    GpuDevice,
     tenant_devices,
 )
-from components.gpu_fit import FitResult, GpuRequest, fit
-from components.gpu_plan import (
-    Placement,
-    Plan,
-    Span,
-    capacity,
-    plan,
-    plan_nodes,
-    plan_sequence,
-    pods_that_fit,
-    possible_outcomes,
-)
 
-__all__ = [
-    "FitResult",
-    "GpuDevice",
-    "GpuRequest",
-    "Placement",
-    "Plan",
-    "Span",
-    "capacity",
-    "fit",
-    "plan",
-    "plan_nodes",
-    "plan_sequence",
-    "plan_tenant",
-    "pods_that_fit",
-    "possible_outcomes",
-    "reference_request",
-]
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 _POD_KEYS = {"gpu": GPU_RESOURCE, "gpumem": GPU_MEMORY_RESOURCE,
              "gpumem-percentage": GPU_MEMORY_PERCENTAGE_RESOURCE, "gpucores": GPU_CORES_RESOURCE}
-
-
-def reference_request(platform: PlatformConfig) -> GpuRequest:
-    shape = platform.reference_pod
-    request = GpuRequest.from_limits({GPU_RESOURCE: shape.gpu, GPU_MEMORY_RESOURCE: shape.gpumem,
-                                      GPU_CORES_RESOURCE: shape.gpucores})
-    assert request is not None
-    return request
-
-
-def plan_tenant(tenant: TenantConfig, cluster: str, pods: list[GpuRequest]) -> Plan:
-    """Plan pods on a tenant's GPU nodes with the tenant's HAMi policies, every tie followed."""
-    return plan_sequence(tenant_devices(tenant, cluster), pods, policy=tenant.hami.gpu_scheduler_policy,
-                         node_policy=tenant.hami.node_scheduler_policy)
-
-
-def tenant_capacity_summary(tenant: TenantConfig, cluster: str, request: GpuRequest) -> dict[str, Any]:
-    """Capacity of a tenant and how many pods of the reference shape it takes (stack output):
-    a number, or `{min, max}` when it depends on how HAMi breaks node ties."""
-    nodes = tenant_devices(tenant, cluster)
-    devices = [d for ds in nodes.values() for d in ds]
-    fitting = capacity(nodes, request, policy=tenant.hami.gpu_scheduler_policy,
-                       node_policy=tenant.hami.node_scheduler_policy)
-    return {**GpuCapacity.of(devices).as_output(), "referencePodsThatFit": fitting.as_output()}
 
 
 def parse_pod(spec: str) -> GpuRequest:
@@ -103,17 +44,6 @@ def parse_pod(spec: str) -> GpuRequest:
     if request is None:
         raise ValueError(f"--pod: {spec!r} asks for no NVIDIA resource HAMi would schedule")
     return request
-
-
-def load_stack(stack: str, root: Path = PROJECT_ROOT) -> PlatformConfig:
-    path = root / f"Pulumi.{stack}.yaml"
-    if not path.is_file():
-        raise ValueError(f"no stack config {path.name} in {root}")
-    document = yaml.safe_load(path.read_text()) or {}
-    prefix = f"{PROJECT}:"
-    raw = {key[len(prefix):]: value for key, value in (document.get("config") or {}).items()
-           if key.startswith(prefix)}
-    return parse_config(raw)
 
 
 def plan_report(platform: PlatformConfig, request: GpuRequest, count: int) -> dict[str, Any]:
@@ -184,11 +114,13 @@ def _verdict(summary: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m components.gpu",
+    parser = argparse.ArgumentParser(prog="kamaji-hami-plan",
                                      description="Offline HAMi placement planner for a stack's tenants.")
     commands = parser.add_subparsers(dest="command", required=True)
     plan_cmd = commands.add_parser("plan", help="place N identical GPU pods in every tenant")
-    plan_cmd.add_argument("--stack", default="dev", help="stack whose Pulumi.<stack>.yaml to read")
+    plan_cmd.add_argument("--stack", default="dev",
+                          help="stack whose Pulumi.<stack>.yaml (in the current directory) to read")
+    plan_cmd.add_argument("--stack-file", type=Path, help="a stack file to read instead of --stack")
     plan_cmd.add_argument("--pod", default="gpumem=20000,gpucores=30",
                           help="pod limits: gpu=N,gpumem=MiB,gpumem-percentage=P,gpucores=P")
     plan_cmd.add_argument("--count", type=int, default=4, help="number of pods to place")
@@ -197,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.count < 1:
             raise ValueError("--count must be at least 1")
-        report = plan_report(load_stack(args.stack), parse_pod(args.pod), args.count)
+        platform = load_stack_file(args.stack_file) if args.stack_file else load_stack(args.stack)
+        report = plan_report(platform, parse_pod(args.pod), args.count)
     except (ValueError, ConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -4,7 +4,7 @@ A tenant's control plane and its create-only guards are `protect`ed: the engine 
 delete or replace them, in preview too, and that is what keeps a mistyped `tenants` list
 from deleting a tenant's datastore. Removing a tenant on purpose is two steps:
 
-    python -m components.protection --stack dev --tenant tenant-b   # make unprotect-tenant
+    python -m kamaji_hami_platform.tools.protection --stack dev --tenant tenant-b   # make unprotect-tenant
     # then remove tenant-b from `tenants` and `make up`
 
 This clears the protect flag of exactly that tenant's protected resources (`pulumi state
@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from components.stack_state import (
+from kamaji_hami_platform.tools.stack_state import (
     PULUMI_TIMEOUT_SECONDS,
     STACK_NAME,
     Refused,
@@ -55,7 +55,7 @@ def unprotect(stack: str, urns: list[str]) -> None:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m components.protection",
+        prog="python -m kamaji_hami_platform.tools.protection",
         description="Unprotect one tenant's control plane and guards, so removing it from `tenants` "
                     "can delete it (the tenant's data goes with it).")
     parser.add_argument("--stack", required=True)

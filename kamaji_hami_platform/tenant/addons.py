@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from components import versions
-from components.config import TenantConfig
+from kamaji_hami_platform import versions
+from kamaji_hami_platform.config import TenantConfig
 
 KUBE_SYSTEM = "kube-system"
 KINDNET = "kindnet"

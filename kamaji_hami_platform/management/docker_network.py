@@ -1,7 +1,7 @@
 """The Docker network the platform owns: its layout, fixed worker addresses, and its life.
 
 Workers get fixed addresses so that a tenant's control plane can accept exactly its own
-workers (components/tenant_network_policy.py). Docker gives a container a fixed address
+workers (kamaji_hami_platform/tenant/network_policy.py). Docker gives a container a fixed address
 (`docker run --ip`) only on a network whose IPv4 subnet was configured by its creator
 (moby v28.5.2 api/types/network/endpoint.go `validateEndpointIPAddress`: "user specified IP
 address is supported only when connecting to networks with user configured subnets"), which
@@ -23,7 +23,7 @@ import ipaddress
 import shlex
 from dataclasses import dataclass
 
-from components import names
+from kamaji_hami_platform import names
 
 NETWORK_LABEL = "io.kamaji-hami-platform/network"
 BLOCK_SIZE = 128  # addresses per tenant: every worker it may have (names.MAX_WORKERS)
