@@ -1,12 +1,22 @@
-"""kamaji-hami-platform: read config, build components, export outputs."""
+"""kamaji-hami-platform: read the stack config, compose the components, export outputs."""
 
 import pulumi
 
+from kamaji_hami_platform import (
+    HamiNodePool,
+    HamiNodePoolArgs,
+    KamajiTenant,
+    KamajiTenantArgs,
+    ManagementCluster,
+    ManagementClusterArgs,
+)
 from kamaji_hami_platform.config import ConfigError, load_config
-from kamaji_hami_platform.gpu import reference_request
-from kamaji_hami_platform.gpu.component import HamiNodePool
-from kamaji_hami_platform.management.component import ManagementCluster
-from kamaji_hami_platform.tenant.component import KamajiTenant
+from kamaji_hami_platform.settings import (
+    gpu_model_settings,
+    management_settings,
+    pod_shape_settings,
+    tenant_settings,
+)
 
 try:
     platform = load_config()
@@ -14,14 +24,26 @@ except ConfigError as error:
     # RunError: the message alone, no traceback; nothing has been registered yet.
     raise pulumi.RunError(str(error)) from None
 
-management = ManagementCluster("management", platform.management)
+management = ManagementCluster("management", ManagementClusterArgs(
+    management=management_settings(platform.management)))
 tenants = {
-    tenant.name: KamajiTenant(tenant.name, tenant, platform.management, management)
+    tenant.name: KamajiTenant(
+        tenant.name,
+        KamajiTenantArgs(tenant=tenant_settings(tenant), management=management_settings(platform.management),
+                         management_provider=management.provider, host_flags=management.host_flags,
+                         management_network=management.network),
+        opts=pulumi.ResourceOptions(depends_on=[management], deleted_with=management.cluster))
     for tenant in platform.tenants
 }
 gpu_pools = {
-    tenant.name: HamiNodePool(f"{tenant.name}-gpus", tenant, platform.management.name,
-                              tenants[tenant.name], reference_request(platform))
+    tenant.name: HamiNodePool(
+        f"{tenant.name}-gpus",
+        HamiNodePoolArgs(tenant=tenant_settings(tenant), cluster_name=platform.management.name,
+                         tenant_provider=tenants[tenant.name].provider, workers=tenants[tenant.name].workers,
+                         gpu_models=gpu_model_settings(platform.gpu_models),
+                         reference_pod=pod_shape_settings(platform.reference_pod)),
+        opts=pulumi.ResourceOptions(depends_on=[tenants[tenant.name]],
+                                    deleted_with=tenants[tenant.name].control_plane))
     for tenant in platform.tenants
 }
 

@@ -226,9 +226,10 @@ class Program:
         return matches[0]
 
     def depends_on(self, reg: Registration, other: Registration) -> bool:
-        """True when `reg` waits for `other`, directly or through its dependencies/parent chain."""
+        """True when `reg` waits for `other`, directly or through its dependencies/parent chain (a
+        child registers once its parent has: a component's depends_on holds its children back)."""
         seen: set[str] = set()
-        pending = list(reg.dependencies)
+        pending = [*reg.dependencies, *([reg.parent] if reg.parent else [])]
         while pending:
             urn = pending.pop()
             if urn == other.urn:
@@ -237,6 +238,8 @@ class Program:
                 continue
             seen.add(urn)
             pending.extend(self.by_urn[urn].dependencies)
+            if self.by_urn[urn].parent:
+                pending.append(self.by_urn[urn].parent)
         return False
 
 

@@ -97,11 +97,11 @@ class TestKubernetesUpgrade:
         replace cascade) and applies it again once the new worker exists."""
         for index in (0, 1):
             node = f"tenant-a-worker-{index}"
-            assert ops(steps)[f"{node}-gpus"] == REPLACED_AFTER_DELETE
-            assert position(steps, "delete-replaced", f"{node}-gpus") < \
+            assert ops(steps)[f"{node.rsplit('-worker-', 1)[0]}-gpus-{node}"] == REPLACED_AFTER_DELETE
+            assert position(steps, "delete-replaced", f"{node.rsplit('-worker-', 1)[0]}-gpus-{node}") < \
                 position(steps, "delete-replaced", node)
             assert position(steps, "create-replacement", node) < \
-                position(steps, "create-replacement", f"{node}-gpus")
+                position(steps, "create-replacement", f"{node.rsplit('-worker-', 1)[0]}-gpus-{node}")
 
     def test_in_tenant_components_follow_the_version_and_tenant_b_is_untouched(self, steps):
         planned = ops(steps)
@@ -173,8 +173,8 @@ class TestNewManagementCluster:
         planned = ops(steps)
         assert planned["management-kind"] == REPLACED_AFTER_DELETE
         kind_deleted = position(steps, "delete-replaced", "management-kind")
-        for name in ("management-k8s", "kamaji", "tenant-a-control-plane", "tenant-b-control-plane",
-                     "tenant-a-gpus-hami"):
+        for name in ("management-k8s", "management-kamaji", "tenant-a-control-plane",
+                     "tenant-b-control-plane", "tenant-a-gpus-hami"):
             assert planned[name] == REPLACED_AFTER_DELETE, name
             assert position(steps, "delete-replaced", name) < kind_deleted, name
         # The tenant provider's identity is read from the new control plane's admin Secret, once
@@ -187,7 +187,7 @@ class TestNewManagementCluster:
         planned = ops(steps)
         for node in ("tenant-a-worker-0", "tenant-a-worker-1", "tenant-b-worker-0"):
             assert planned[node] == REPLACED_AFTER_DELETE, node
-            assert planned[f"{node}-gpus"] == REPLACED_AFTER_DELETE, node
+            assert planned[f"{node.rsplit('-worker-', 1)[0]}-gpus-{node}"] == REPLACED_AFTER_DELETE, node
         tcp = position(steps, "create-replacement", "tenant-a-control-plane")
         assert tcp < position(steps, "create-replacement", "tenant-a-worker-0")
 
@@ -197,7 +197,7 @@ class TestCreateOnlySettings:
 
     @pytest.mark.parametrize(("edit", "guard", "waiting"), [
         (lambda c: c["management"].update(kamajiEtcdReplicas=1),
-         "management-create-only-kamajiEtcdReplicas", ("kamaji",)),
+         "management-create-only-kamajiEtcdReplicas", ("management-kamaji",)),
         (lambda c: c["management"].update(metallbAddressRange="172.30.254.100-172.30.254.150"),
          "management-create-only-metallbAddressRange", ("management-metallb-pool",)),
         (lambda c: c["tenants"][0].update(podCidr="10.40.0.0/16"),

@@ -31,13 +31,14 @@ def test_one_hami_release_per_tenant_through_the_tenant_provider(dev_program):
 def test_release_waits_for_workers_cni_and_registration(dev_program):
     release = dev_program.named("tenant-a-gpus-hami")
     for dependency in ("tenant-a-worker-0", "tenant-a-kindnet-daemonset-kube-system-kindnet",
-                       "tenant-a-kube-proxy-daemonset-kube-system-kube-proxy", "tenant-a-worker-0-gpus"):
+                       "tenant-a-kube-proxy-daemonset-kube-system-kube-proxy",
+                       "tenant-a-gpus-tenant-a-worker-0"):
         assert dev_program.depends_on(release, dev_program.named(dependency)), dependency
 
 
 def test_each_gpu_node_is_patched_after_it_joined(dev_program):
     for tenant in ("tenant-a", "tenant-b"):
-        patch = dev_program.named(f"{tenant}-worker-0-gpus")
+        patch = dev_program.named(f"{tenant}-gpus-{tenant}-worker-0")
         assert patch.type == NODE_PATCH
         assert patch.inputs["metadata"]["name"] == f"{tenant}-worker-0"
         assert patch.inputs["metadata"]["labels"] == {"gpu": "on"}
@@ -76,14 +77,14 @@ def test_tenant_without_gpus_still_gets_hami_but_no_registration(dev_config):
     del dev_config["tenants"][1]["gpus"]
     program = run_program(dev_config)
     assert program.named("tenant-b-gpus-hami").type == RELEASE
-    assert [p.name for p in program.of_type(NODE_PATCH)] == ["tenant-a-worker-0-gpus"]
+    assert [p.name for p in program.of_type(NODE_PATCH)] == ["tenant-a-gpus-tenant-a-worker-0"]
     assert program.exports["tenants"]["tenant-b"]["gpuCapacity"]["cards"] == 0
 
 
 def test_real_gpu_mode_labels_without_mock_registration(dev_config):
     dev_config["tenants"][0]["gpus"]["mock"] = False
     program = run_program(dev_config)
-    patch = program.named("tenant-a-worker-0-gpus")
+    patch = program.named("tenant-a-gpus-tenant-a-worker-0")
     assert "hami.io/node-nvidia-register" not in patch.inputs["metadata"]["annotations"]
     assert not [j for j in program.of_type("kubernetes:batch/v1:CronJob") if "tenant-a" in j.name]
 

@@ -48,7 +48,7 @@ class TestManagementResources:
         ("metallb", versions.METALLB_CHART, "metallb-system"),
     ])
     def test_helm_releases_are_pinned(self, dev_program, release, chart, namespace):
-        reg = dev_program.named(release)
+        reg = dev_program.named(f"management-{release}")
         assert reg.type == HELM
         assert reg.inputs["chart"] == chart.name
         assert reg.inputs["version"] == chart.version
@@ -59,7 +59,7 @@ class TestManagementResources:
     def test_kamaji_is_installed_from_the_verified_chart_of_its_tag(self, dev_program):
         """Not `0.0.0+latest` from the repository (republished on every push): the folder the
         fetch command verified, named after the pinned digest; the release waits for it."""
-        release, fetch = dev_program.named("kamaji"), dev_program.named("management-kamaji-chart")
+        release, fetch = dev_program.named("management-kamaji"), dev_program.named("management-kamaji-chart")
         assert release.inputs["chart"] == kamaji_chart.chart_dir()
         assert versions.KAMAJI_CHART_SOURCE.digest[:12] in release.inputs["chart"]
         assert "repositoryOpts" not in release.inputs and "version" not in release.inputs
@@ -68,7 +68,7 @@ class TestManagementResources:
                                             versions.KAMAJI_ETCD_CHART_SOURCE.digest]
 
     def test_kamaji_values_on_the_wire(self, dev_program):
-        values = dev_program.named("kamaji").inputs["values"]
+        values = dev_program.named("management-kamaji").inputs["values"]
         assert values["image"]["tag"] == versions.KAMAJI_IMAGE_TAG
         assert "resources" in values and values["resources"] is None
 
@@ -103,7 +103,8 @@ class TestManagementResources:
         children = [r for r in dev_program.registrations if r.parent == component.urn]
         names = {r.name for r in children}
         assert names >= {"management-kind", "management-kubeconfig", "management-k8s",
-                         "cert-manager", "metallb", "kamaji", "management-metallb-pool",
+                         "management-cert-manager", "management-metallb", "management-kamaji",
+                         "management-metallb-pool",
                          "management-metallb-l2"}
 
     def test_every_kubernetes_resource_uses_the_management_provider(self, dev_program):
@@ -117,11 +118,12 @@ class TestManagementResources:
 
 class TestOrdering:
     def test_kamaji_waits_for_cert_manager(self, dev_program):
-        assert dev_program.depends_on(dev_program.named("kamaji"), dev_program.named("cert-manager"))
+        kamaji = dev_program.named("management-kamaji")
+        assert dev_program.depends_on(kamaji, dev_program.named("management-cert-manager"))
 
     def test_pool_waits_for_metallb_and_advertisement_for_pool(self, dev_program):
         pool = dev_program.named("management-metallb-pool")
-        assert dev_program.depends_on(pool, dev_program.named("metallb"))
+        assert dev_program.depends_on(pool, dev_program.named("management-metallb"))
         assert dev_program.depends_on(dev_program.named("management-metallb-l2"), pool)
 
     def test_kubeconfig_is_read_after_the_cluster_exists(self, dev_program):
@@ -162,7 +164,7 @@ class TestDeterminism:
 class TestPreview:
     def test_program_previews_before_any_cluster_exists(self, dev_config):
         program = run_program(dev_config, preview=True)
-        assert program.named("kamaji").type == HELM
+        assert program.named("management-kamaji").type == HELM
 
 
 class TestBadConfig:

@@ -31,7 +31,7 @@ def test_one_tenant_component_and_control_plane_per_tenant(dev_program):
 
 def test_control_plane_waits_for_kamaji_metallb_and_its_policies(dev_program):
     tcp = dev_program.named("tenant-a-control-plane")
-    assert dev_program.depends_on(tcp, dev_program.named("kamaji"))
+    assert dev_program.depends_on(tcp, dev_program.named("management-kamaji"))
     assert dev_program.depends_on(tcp, dev_program.named("management-metallb-l2"))
     deny = dev_program.named("tenant-a-networkpolicy-tenant-a-default-deny")
     assert dev_program.depends_on(tcp, deny)
@@ -125,7 +125,7 @@ def test_control_planes_wait_until_kamajis_webhook_accepts_a_dry_run(dev_program
     """Kamaji's Helm release is "ready" on a bare ping while its fail-closed TCP webhooks may not
     serve yet (clastix/kamaji 26.8.2-edge cmd/manager/cmd.go readyz = healthz.Ping)."""
     gate = dev_program.named("management-kamaji-webhook")
-    assert dev_program.depends_on(gate, dev_program.named("kamaji"))
+    assert dev_program.depends_on(gate, dev_program.named("management-kamaji"))
     assert "create --dry-run=server" in gate.inputs["create"]
     for name in TENANTS:
         assert dev_program.depends_on(dev_program.named(f"{name}-control-plane"), gate)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, TypedDict
+
 import pulumi
 import pulumi_kubernetes as kubernetes
 from pulumi_command import local
@@ -9,22 +11,40 @@ from pulumi_command import local
 from kamaji_hami_platform import docker_host, readiness, versions
 from kamaji_hami_platform.config import ManagementConfig
 from kamaji_hami_platform.create_only import create_only_guards
+from kamaji_hami_platform.helm import chart_args, deep_merge
 from kamaji_hami_platform.management import docker_network, kamaji_chart, render
 from kamaji_hami_platform.management import kindnet as management_kindnet
+from kamaji_hami_platform.settings import ChartSource, ManagementSettings, management_config
 
 TYPE_TOKEN = "kamaji-hami-platform:index:ManagementCluster"
 # Helm's own default (300 s) is too short for kamaji-etcd's three PVC-backed pods.
 HELM_TIMEOUT_SECONDS = 900
 
 
-def _helm_release(name: str, chart: versions.HelmChart, namespace: str,
+CERT_MANAGER = "cert-manager"
+METALLB = "metallb"
+RELEASES = (CERT_MANAGER, METALLB, render.KAMAJI_RELEASE)
+
+
+class ManagementClusterArgs(TypedDict, total=False):
+    """The inputs of a ManagementCluster: its settings, and where to depart from the platform's
+    Helm values and pinned charts."""
+
+    management: ManagementSettings
+    """The cluster's settings (stack config `management`); each has a default."""
+    helm_values: dict[str, dict[str, Any]]
+    """Per release (`cert-manager`, `metallb`, `kamaji`): values deep-merged over the platform's."""
+    charts: dict[str, ChartSource]
+    """Per release: the chart to install instead of the pinned one (a mirror, an OCI registry, a
+    local folder). For `kamaji`, the platform then skips its fetch of Kamaji's tagged source."""
+
+
+def _helm_release(resource_name: str, release: str, chart: dict[str, Any], namespace: str,
                   values: dict, opts: pulumi.ResourceOptions) -> kubernetes.helm.v3.Release:
     return kubernetes.helm.v3.Release(
-        name,
-        name=name,
-        chart=chart.name,
-        version=chart.version,
-        repository_opts=kubernetes.helm.v3.RepositoryOptsArgs(repo=chart.repository),
+        resource_name,
+        name=release,
+        **chart,
         namespace=namespace,
         create_namespace=True,
         values=values,
@@ -33,8 +53,19 @@ def _helm_release(name: str, chart: versions.HelmChart, namespace: str,
     )
 
 
+def _check_release_keys(args: ManagementClusterArgs, where: str) -> None:
+    for key in ("helm_values", "charts"):
+        unknown = sorted(set(args.get(key) or {}) - set(RELEASES))
+        if unknown:
+            raise ValueError(f"{where}: {key}: unknown release(s) {', '.join(unknown)} "
+                             f"(releases: {', '.join(RELEASES)})")
+
+
 class ManagementCluster(pulumi.ComponentResource):
-    """A one-node kind cluster with cert-manager, MetalLB and Kamaji installed in order."""
+    """A one-node kind cluster with cert-manager, MetalLB and Kamaji installed in order.
+
+    Its children are named `<name>-...`: two management clusters live in one stack when their
+    settings differ (`name`, `docker_network`, `docker_subnet`)."""
 
     kubeconfig: pulumi.Output[str]
     """The management cluster's kubeconfig (secret)."""
@@ -45,9 +76,15 @@ class ManagementCluster(pulumi.ComponentResource):
     host_flags: pulumi.Output[str]
     """The `docker run` flags this Docker host needs for a kind node (kind's own detection)."""
 
-    def __init__(self, name: str, management: ManagementConfig,
+    def __init__(self, name: str, args: ManagementClusterArgs,
                  opts: pulumi.ResourceOptions | None = None) -> None:
+        where = f"ManagementCluster {name!r}"
+        management = management_config(args.get("management"), where)
+        _check_release_keys(args, where)
         super().__init__(TYPE_TOKEN, name, None, opts)
+        self.settings: ManagementConfig = management
+        values = args.get("helm_values") or {}
+        charts = args.get("charts") or {}
         child = pulumi.ResourceOptions(parent=self)
         kind_config = render.kind_cluster_config(management)
         self.create_only = create_only_guards(name, render.MANAGEMENT_CREATE_ONLY,
@@ -105,12 +142,19 @@ class ManagementCluster(pulumi.ComponentResource):
         # Everything in the cluster goes with it: destroy skips these deletes (pulumi deleted_with).
         on_cluster = pulumi.ResourceOptions(parent=self, provider=self.provider, deleted_with=self.cluster)
 
-        self.cert_manager = _helm_release(
-            "cert-manager", versions.CERT_MANAGER_CHART, render.CERT_MANAGER_NAMESPACE,
-            render.cert_manager_values(), on_cluster)
-        self.metallb = _helm_release(
-            "metallb", versions.METALLB_CHART, render.METALLB_NAMESPACE,
-            render.metallb_values(), on_cluster)
+        # Named after the component since issue 20; the alias keeps the dev stack's releases.
+        def release(release_name: str, pinned: versions.HelmChart, namespace: str,
+                    platform_values: dict[str, Any]) -> kubernetes.helm.v3.Release:
+            return _helm_release(
+                f"{name}-{release_name}", release_name, chart_args(pinned, charts.get(release_name)),
+                namespace, deep_merge(platform_values, values.get(release_name)),
+                pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
+                    aliases=[pulumi.Alias(name=release_name)])))
+
+        self.cert_manager = release(CERT_MANAGER, versions.CERT_MANAGER_CHART, render.CERT_MANAGER_NAMESPACE,
+                                    render.cert_manager_values())
+        self.metallb = release(METALLB, versions.METALLB_CHART, render.METALLB_NAMESPACE,
+                               render.metallb_values())
         self.pool_range = pulumi.Output.from_input(management.pool_range)
         # What kind adds to its nodes on some hosts, read once per kind cluster, as kind reads it
         # for its own node: the workers start with the same (kamaji_hami_platform/docker_host.py).
@@ -145,24 +189,18 @@ class ManagementCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
                 depends_on=[self.pool])),
         )
-        # The chart of the Kamaji tag the platform runs, verified by digest (management/kamaji_chart.py).
-        chart = local.Command(
-            f"{name}-kamaji-chart",
-            create=kamaji_chart.fetch_script(),
-            triggers=[versions.KAMAJI_CHART_SOURCE.digest, versions.KAMAJI_ETCD_CHART_SOURCE.digest],
-            opts=child)
+        kamaji_chart_args, fetched = self._kamaji_chart(name, charts.get(render.KAMAJI_RELEASE), child)
         self.kamaji = kubernetes.helm.v3.Release(
-            render.KAMAJI_RELEASE,
+            f"{name}-{render.KAMAJI_RELEASE}",
             name=render.KAMAJI_RELEASE,
-            # Its path: unknown in a fresh preview (nothing fetched yet), so the release does not
-            # load it there; then the verified folder, whose name carries the digest.
-            chart=chart.stdout.apply(str.strip),
+            **kamaji_chart_args,
             namespace=render.KAMAJI_NAMESPACE,
             create_namespace=True,
-            values=render.kamaji_values(management),
+            values=deep_merge(render.kamaji_values(management), values.get(render.KAMAJI_RELEASE)),
             timeout=HELM_TIMEOUT_SECONDS,
             opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
-                depends_on=[self.cert_manager, chart, self.kindnet, *self.create_only])))
+                aliases=[pulumi.Alias(name=render.KAMAJI_RELEASE)],
+                depends_on=[self.cert_manager, *fetched, self.kindnet, *self.create_only])))
 
         # Kamaji's TCP webhooks fail closed and its readiness is a bare ping:
         # tenants wait until a dry-run TCP is accepted (kamaji_hami_platform/readiness.py).
@@ -176,4 +214,21 @@ class ManagementCluster(pulumi.ComponentResource):
         self.register_outputs({
             "kubeconfig": self.kubeconfig,
             "poolRange": self.pool_range,
+            "hostFlags": self.host_flags,
         })
+
+    @staticmethod
+    def _kamaji_chart(name: str, override: ChartSource | None,
+                      child: pulumi.ResourceOptions) -> tuple[dict[str, Any], list[pulumi.Resource]]:
+        """The Kamaji chart: the user's, or the one of the Kamaji tag the platform runs, fetched and
+        verified by digest (management/kamaji_chart.py)."""
+        if override:
+            return chart_args(None, override), []
+        fetch = local.Command(
+            f"{name}-kamaji-chart",
+            create=kamaji_chart.fetch_script(),
+            triggers=[versions.KAMAJI_CHART_SOURCE.digest, versions.KAMAJI_ETCD_CHART_SOURCE.digest],
+            opts=child)
+        # Its path: unknown in a fresh preview (nothing fetched yet), so the release does not load
+        # it there; then the verified folder, whose name carries the digest.
+        return {"chart": fetch.stdout.apply(str.strip)}, [fetch]

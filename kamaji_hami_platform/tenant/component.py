@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import os
+from typing import NotRequired, TypedDict
 from urllib.parse import urlparse
 
 import pulumi
@@ -20,7 +21,7 @@ from kamaji_hami_platform import docker_host, readiness
 from kamaji_hami_platform.config import ManagementConfig, TenantConfig
 from kamaji_hami_platform.create_only import create_only_guards
 from kamaji_hami_platform.kubernetes_objects import create_objects, create_objects_with
-from kamaji_hami_platform.management.component import ManagementCluster
+from kamaji_hami_platform.settings import ManagementSettings, TenantSettings, management_config, tenant_config
 from kamaji_hami_platform.tenant import addons as tenant_addons
 from kamaji_hami_platform.tenant import control_plane as tcp_render
 from kamaji_hami_platform.tenant import node_join
@@ -68,8 +69,31 @@ def control_plane_uid(secret_metadata: object, dry_run: bool) -> str:
                      "check it with kubectl -n <tenant> get secret <tenant>-admin-kubeconfig -o yaml")
 
 
+class KamajiTenantArgs(TypedDict):
+    """The inputs of a KamajiTenant."""
+
+    tenant: TenantSettings
+    """The tenant's settings (stack config `tenants[i]`)."""
+    management_provider: pulumi.Input[kubernetes.Provider]
+    """A provider for the management cluster, where Kamaji runs (`ManagementCluster.provider`, or
+    your own for a cluster you manage)."""
+    management: NotRequired[ManagementSettings]
+    """The management cluster's settings: its name labels the workers, its Docker network and subnet
+    give them their addresses (defaults as a ManagementCluster's)."""
+    host_flags: NotRequired[pulumi.Input[str]]
+    """`docker run` flags this Docker host needs for a kind node (`ManagementCluster.host_flags`)."""
+    management_network: NotRequired[local.Command]
+    """The command that creates the Docker network (`ManagementCluster.network`): a new network
+    replaces the workers attached to it."""
+
+
 class KamajiTenant(pulumi.ComponentResource):
-    """A tenant cluster: control plane in the management cluster, workers in Docker."""
+    """A tenant cluster: control plane in the management cluster, workers in Docker.
+
+    Pass `opts=ResourceOptions(depends_on=[management], deleted_with=management.cluster)`: the
+    tenant waits for the management cluster (Kamaji's webhooks fail closed), and what it creates in
+    the management cluster goes with the kind cluster (`deleted_with` is applied to those children).
+    """
 
     endpoint: pulumi.Output[str]
     """The tenant API server URL (MetalLB address, port 6443)."""
@@ -80,27 +104,32 @@ class KamajiTenant(pulumi.ComponentResource):
     node_names: list[str]
     """Names of the tenant's worker nodes (= container names)."""
 
-    def __init__(self, name: str, tenant: TenantConfig, management_config: ManagementConfig,
-                 management: ManagementCluster, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, args: KamajiTenantArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        where = f"KamajiTenant {name!r}"
+        tenant = tenant_config(args["tenant"], where)
+        management_settings = management_config(args.get("management"), where)
         super().__init__(TYPE_TOKEN, name, None, opts)
-        self.tenant = tenant
+        self.tenant: TenantConfig = tenant
         # Everything in the management cluster goes with the kind cluster: destroy skips its
         # deletes instead of failing on an API that is gone (pulumi deleted_with).
-        on_management = pulumi.ResourceOptions(parent=self, provider=management.provider,
-                                               deleted_with=management.cluster)
+        management_provider = args["management_provider"]
+        on_management = pulumi.ResourceOptions(parent=self, provider=management_provider,
+                                               deleted_with=opts.deleted_with if opts else None)
+        network = args.get("management_network")
+        host_flags = args.get("host_flags", "")
 
         namespace = kubernetes.core.v1.Namespace(
             f"{name}-namespace", metadata={"name": tenant.namespace}, opts=on_management)
         self.network_policies = create_objects(
-            name, network_policies(tenant, management_config),
+            name, network_policies(tenant, management_settings),
             pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=[namespace])))
         # Settings the tenant's running nodes keep from their join: refused in preview.
         self.create_only = create_only_guards(
             name, tcp_render.create_only_settings(tenant), tcp_render.create_only_values(tenant),
             tcp_render.create_only_way_out(tenant), self)
-        self.control_plane = self._control_plane(name, management, on_management,
+        self.control_plane = self._control_plane(name, on_management,
                                                  [namespace, *self.network_policies, *self.create_only])
-        self.admin_secret = self._admin_kubeconfig_secret(name, management)
+        self.admin_secret = self._admin_kubeconfig_secret(name, management_provider)
         self.kubeconfig = pulumi.Output.secret(self.admin_secret.data.apply(decode_admin_kubeconfig))
         self.endpoint = pulumi.Output.unsecret(self.kubeconfig.apply(api_server_url))
         self.control_plane_uid = self.admin_secret.metadata.apply(
@@ -109,7 +138,7 @@ class KamajiTenant(pulumi.ComponentResource):
         # nothing is created inside the tenant before they are (kamaji_hami_platform/readiness.py).
         self.admin_access = local.Command(
             f"{name}-admin-access",
-            create=readiness.tenant_admin_access_script(tenant, management_config),
+            create=readiness.tenant_admin_access_script(tenant, management_settings),
             environment={node_join.KUBECONFIG_ENV: self.kubeconfig},
             triggers=[self.control_plane_uid],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.control_plane]))
@@ -126,15 +155,15 @@ class KamajiTenant(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.admin_access]))
 
         self.node_names = tenant.worker_names()
-        self.worker_image = self._worker_image(name, management_config)
+        self.worker_image = self._worker_image(name, management_settings)
         self.workers: list[local.Command] = []
         for index in range(tenant.workers):
             # One at a time: each worker waits for the one before it, so a change that
             # replaces workers (version, spec, control plane) rolls through them and the
             # tenant keeps its other nodes meanwhile.
-            self.workers.append(self._worker(node_join.Worker(tenant, index, management_config),
-                                             previous=self.workers[-1:], network=management.network,
-                                             host_flags=management.host_flags))
+            self.workers.append(self._worker(node_join.Worker(tenant, index, management_settings),
+                                             previous=self.workers[-1:], network=network,
+                                             host_flags=host_flags))
         # Everything inside the tenant goes with its control plane (its API and datastore).
         self.on_tenant = pulumi.ResourceOptions(parent=self, provider=self.provider,
                                                 deleted_with=self.control_plane)
@@ -153,8 +182,7 @@ class KamajiTenant(pulumi.ComponentResource):
             "nodeNames": self.node_names,
         })
 
-    def _control_plane(self, name: str, management: ManagementCluster,
-                       on_management: pulumi.ResourceOptions,
+    def _control_plane(self, name: str, on_management: pulumi.ResourceOptions,
                        after: list[pulumi.Resource]) -> kubernetes.apiextensions.CustomResource:
         tcp = tcp_render.tenant_control_plane(self.tenant)
         timeout = f"{tcp_render.READY_TIMEOUT_MINUTES}m"
@@ -165,22 +193,23 @@ class KamajiTenant(pulumi.ComponentResource):
             metadata=tcp["metadata"],
             spec=tcp["spec"],
             opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(
-                # Kamaji's webhooks fail closed, and the LoadBalancer address
-                # comes from MetalLB's pool.
-                depends_on=[*after, management.kamaji_webhook, management.l2_advertisement],
+                # Kamaji's webhooks fail closed, and the LoadBalancer address comes from MetalLB's
+                # pool: the component's own depends_on (the management cluster) makes it wait.
+                depends_on=after,
                 custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
                 # Replacing or deleting it deletes the tenant's datastore (Kamaji's finalizer):
                 # the engine refuses both, in preview too, until it is unprotected on purpose.
                 protect=True)),
         )
 
-    def _admin_kubeconfig_secret(self, name: str, management: ManagementCluster) -> kubernetes.core.v1.Secret:
+    def _admin_kubeconfig_secret(self, name: str,
+                                 provider: pulumi.Input[kubernetes.Provider]) -> kubernetes.core.v1.Secret:
         secret_name = tcp_render.admin_kubeconfig_secret(self.tenant)
         secret_id = self.control_plane.metadata.apply(
             lambda _: f"{self.tenant.namespace}/{secret_name}")
         return kubernetes.core.v1.Secret.get(
             f"{name}-admin-kubeconfig", secret_id,
-            opts=pulumi.ResourceOptions(parent=self, provider=management.provider,
+            opts=pulumi.ResourceOptions(parent=self, provider=provider,
                                         depends_on=[self.control_plane]))
 
     def _worker_image(self, name: str, management: ManagementConfig) -> local.Command:
@@ -194,7 +223,7 @@ class KamajiTenant(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self))
 
     def _worker(self, worker: node_join.Worker, previous: list[local.Command],
-                network: local.Command, host_flags: pulumi.Input[str]) -> local.Command:
+                network: local.Command | None, host_flags: pulumi.Input[str]) -> local.Command:
         return local.Command(
             worker.name,
             create=node_join.create_script(worker),
@@ -217,5 +246,5 @@ class KamajiTenant(pulumi.ComponentResource):
                 additional_secret_outputs=["stdout"],
                 depends_on=[self.control_plane, self.admin_access, self.worker_image, *previous],
                 # Attached to the network: a new network (same name) needs it gone first.
-                replace_with=[network]),
+                replace_with=[network] if network is not None else None),
         )
