@@ -160,6 +160,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 "ignoreChanges": list(request.ignoreChanges),
                 "hideDiffs": list(request.hideDiffs),
                 "aliases": [json_format.MessageToDict(a) for a in request.aliases] + list(request.aliasURNs),
+                "transforms": len(request.transforms),
             })
         return response
 
@@ -261,15 +262,16 @@ def _resolve_exports() -> tuple[dict[str, Any], set[str]]:
 
 
 def run_program(config: dict[str, Any], preview: bool = False,
-                stack: str = "dev", mocks: PlatformMocks | None = None) -> Program:
-    """Run `__main__.py` once under fresh mocks with this (unprefixed) config."""
+                stack: str = "dev", mocks: PlatformMocks | None = None, main: Path = MAIN,
+                project: str = PROJECT) -> Program:
+    """Run `__main__.py` (or another program's) once under fresh mocks with this (unprefixed) config."""
     pulumi_settings.ROOT.set(None)
     pulumi.runtime.set_all_config(
-        {f"{PROJECT}:{key}": json.dumps(value) for key, value in config.items()})
+        {f"{project}:{key}": json.dumps(value) for key, value in config.items()})
     mocks = mocks or PlatformMocks()
     monitor = RecordingMonitor(mocks)
-    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
     pulumi_settings.SETTINGS.rpc_manager.clear()
     pulumi_settings.SETTINGS.outputs.clear()
-    _sync_await(run_pulumi_func(lambda: runpy.run_path(str(MAIN), run_name="__main__")))
+    _sync_await(run_pulumi_func(lambda: runpy.run_path(str(main), run_name="__main__")))
     return Program(monitor)

@@ -1,0 +1,92 @@
+"""What a worker container needs from the Docker host it runs on, detected as kind detects it.
+
+kind adds these to its own nodes' `docker run` on some hosts (kind v0.31.0
+pkg/cluster/internal/providers/docker/provision.go `commonArgs`, util.go):
+
+- `--volume /dev/mapper:/dev/mapper` when Docker's storage driver is btrfs, zfs or
+  devicemapper, or its backing filesystem btrfs, zfs or xfs (`mountDevMapper`; without it the
+  kubelet dies with "failed to get rootfs info" on Fedora and the RHEL family);
+- `--userns=host` under userns-remap (`usernsRemap`: SecurityOptions name=userns);
+- `--device /dev/fuse` under rootless Docker (`mountFuse`: SecurityOptions name=rootless);
+- the host's proxy variables when any of HTTP_PROXY, HTTPS_PROXY, NO_PROXY is set (either
+  case), with the cluster's own networks added to NO_PROXY (`getProxyEnv`,
+  providers/common/proxy.go `getProxyEnvs`);
+- `-e KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER`, always (provision.go: the node's entrypoint
+  picks containerd's snapshotter from it; nothing when unset).
+
+The Docker facts are read once per kind cluster by a command (its output is a worker trigger:
+like kind's own node, a worker keeps the flags it started with until a new kind cluster). The
+environment variables come from the environment `pulumi up` runs in: they are passed by name
+(`docker run -e NAME`: the value never lands on a command line or in the state) and enter the
+workers' specification hash as a digest, so an `up` run with other proxies rolls the workers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
+SNAPSHOTTER_VARIABLE = "KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER"
+# Read by the worker's create script: the flags the host needs (this module's command's output).
+HOST_FLAGS_ENV = "KHP_HOST_FLAGS"
+
+
+def host_flags_script() -> str:
+    """Print the extra `docker run` flags this Docker host needs, on one line (maybe empty)."""
+    return r"""set -eu
+if ! security=$(docker info --format '{{json .SecurityOptions}}' 2>&1); then
+  echo "cannot ask Docker about this host (is Docker running?): $security" >&2; exit 1
+fi
+driver=$(docker info --format '{{.Driver}}' | tr '[:upper:]' '[:lower:]')
+backing=$(docker info --format '{{json .DriverStatus}}' | tr '[:upper:]' '[:lower:]')
+flags=""
+filesystem=$(printf '%s' "$backing" | sed -n 's/.*"backing filesystem","\([a-z0-9]*\)".*/\1/p')
+case "$driver:$filesystem" in
+  btrfs:*|zfs:*|devicemapper:*|*:btrfs|*:zfs|*:xfs) flags="$flags --volume /dev/mapper:/dev/mapper" ;;
+esac
+case "$security" in *name=userns*) flags="$flags --userns=host" ;; esac
+case "$security" in *name=rootless*) flags="$flags --device /dev/fuse" ;; esac
+echo "${flags# }"
+"""
+
+
+def proxy_settings(environment: Mapping[str, str]) -> dict[str, str]:
+    """The proxy variables kind would pass, upper case winning over lower case."""
+    settings = {}
+    for name in PROXY_VARIABLES:
+        value = environment.get(name) or environment.get(name.lower())
+        if value:
+            settings[name] = value
+    return settings
+
+
+def environment_digest(environment: Mapping[str, str]) -> str:
+    """Changes when what a new worker would get from the environment of `up` changes (proxies,
+    containerd snapshotter); empty when it gets nothing; reveals none of the values."""
+    settings = proxy_settings(environment)
+    if environment.get(SNAPSHOTTER_VARIABLE):
+        settings[SNAPSHOTTER_VARIABLE] = environment[SNAPSHOTTER_VARIABLE]
+    if not settings:
+        return ""
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def proxy_script(no_proxy_extra: list[str]) -> str:
+    """Shell that sets $proxy_flags: `-e NAME` (both cases, as kind) for each proxy variable
+    set, when any is, NO_PROXY then extended with the worker's own networks; plus the
+    snapshotter variable, always, as kind passes it."""
+    extra = ",".join(no_proxy_extra)
+    return f"""proxy_flags="-e {SNAPSHOTTER_VARIABLE}"
+HTTP_PROXY=${{HTTP_PROXY:-${{http_proxy:-}}}}; HTTPS_PROXY=${{HTTPS_PROXY:-${{https_proxy:-}}}}
+NO_PROXY=${{NO_PROXY:-${{no_proxy:-}}}}
+if [ -n "$HTTP_PROXY$HTTPS_PROXY$NO_PROXY" ]; then
+  NO_PROXY="${{NO_PROXY:+$NO_PROXY,}}{extra}"
+  http_proxy=$HTTP_PROXY; https_proxy=$HTTPS_PROXY; no_proxy=$NO_PROXY
+  export HTTP_PROXY HTTPS_PROXY NO_PROXY http_proxy https_proxy no_proxy
+  [ -z "$HTTP_PROXY" ] || proxy_flags="$proxy_flags -e HTTP_PROXY -e http_proxy"
+  [ -z "$HTTPS_PROXY" ] || proxy_flags="$proxy_flags -e HTTPS_PROXY -e https_proxy"
+  proxy_flags="$proxy_flags -e NO_PROXY -e no_proxy"
+fi
+"""

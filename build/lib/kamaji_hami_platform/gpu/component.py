@@ -1,0 +1,132 @@
+"""HamiNodePool: HAMi in a tenant and the (mock) GPUs of its workers (design §4)."""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+import pulumi
+import pulumi_kubernetes as kubernetes
+from pulumi_command import local
+
+from kamaji_hami_platform import versions
+from kamaji_hami_platform.config import TenantConfig
+from kamaji_hami_platform.gpu import render
+from kamaji_hami_platform.gpu.capacity import reference_request, tenant_capacity_summary
+from kamaji_hami_platform.gpu.devices import GpuDevice, tenant_devices
+from kamaji_hami_platform.helm import chart_args, deep_merge
+from kamaji_hami_platform.kubernetes_objects import create_objects
+from kamaji_hami_platform.settings import (
+    ChartSource,
+    GpuModelSettings,
+    PodShapeSettings,
+    TenantSettings,
+    gpu_models,
+    pod_shape,
+    tenant_config,
+)
+
+TYPE_TOKEN = "kamaji-hami-platform:index:HamiNodePool"
+HELM_TIMEOUT_SECONDS = 600
+
+
+class HamiNodePoolArgs(TypedDict):
+    """The inputs of a HamiNodePool."""
+
+    tenant: TenantSettings
+    """The tenant's settings (stack config `tenants[i]`): its GPUs and HAMi's settings."""
+    cluster_name: str
+    """The management cluster's name: the mock cards' ids derive from it."""
+    tenant_provider: pulumi.Input[kubernetes.Provider]
+    """A provider for the tenant cluster (`KamajiTenant.provider`, or your own)."""
+    workers: list[local.Command]
+    """The tenant's worker nodes, in order (`KamajiTenant.workers`): each node's registration waits
+    for its worker and is replaced with it."""
+    gpu_models: NotRequired[dict[str, GpuModelSettings]]
+    """GPU models besides the built-in ones (stack config `gpuModels`)."""
+    reference_pod: NotRequired[PodShapeSettings]
+    """The pod shape whose count the `capacity` output gives (default 20000 MiB, 30 % cores)."""
+    helm_values: NotRequired[dict[str, Any]]
+    """Values deep-merged over the platform's for HAMi's chart."""
+    chart: NotRequired[ChartSource]
+    """HAMi's chart from elsewhere (a mirror, an OCI registry, a local folder)."""
+
+
+class HamiNodePool(pulumi.ComponentResource):
+    """HAMi scheduler and webhook in one tenant, and its GPU workers registered.
+
+    Pass `opts=ResourceOptions(depends_on=[tenant], deleted_with=tenant.control_plane)`: HAMi waits
+    for the tenant's nodes, CNI and kube-proxy, and what it creates inside the tenant goes with the
+    tenant's control plane (`deleted_with` is applied to those children)."""
+
+    cards: dict[str, list[str]]
+    """Per GPU node, the ids of the cards registered on it."""
+    capacity: dict[str, Any]
+    """The tenant's GPU capacity (cards, memoryMiB, cores, slots) and how many pods of the
+    reference shape HAMi would place (referencePodsThatFit, from the planner): a number, or
+    `{min, max}` when it depends on which of several tied nodes HAMi picks."""
+
+    def __init__(self, name: str, args: HamiNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        where = f"HamiNodePool {name!r}"
+        tenant = tenant_config(args["tenant"], where, gpu_models(args.get("gpu_models"), where))
+        reference_pod = reference_request(pod_shape(args.get("reference_pod"), where))
+        cluster_name = args["cluster_name"]
+        workers = dict(zip(tenant.worker_names(), args["workers"], strict=True))
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        self.tenant: TenantConfig = tenant
+        on_tenant = pulumi.ResourceOptions(parent=self, provider=args["tenant_provider"],
+                                           deleted_with=opts.deleted_with if opts else None)
+        devices = tenant_devices(tenant, cluster_name)
+        mock = tenant.gpus is not None and tenant.gpus.mock
+
+        registrations = [
+            self._register_node(name, node, node_devices, mock, workers[node], on_tenant)
+            for node, node_devices in devices.items()
+        ]
+        agent = []
+        if mock and devices:
+            agent = create_objects(
+                f"{name}-gpu-capacity",
+                render.capacity_agent_objects({n: sum(d.count for d in ds) for n, ds in devices.items()}),
+                on_tenant)
+        self.release = kubernetes.helm.v3.Release(
+            f"{name}-hami",
+            name=render.HAMI_RELEASE,
+            **chart_args(versions.HAMI_CHART, args.get("chart")),
+            namespace=render.HAMI_NAMESPACE,
+            values=deep_merge(render.hami_values(tenant), args.get("helm_values")),
+            timeout=HELM_TIMEOUT_SECONDS,
+            opts=pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(
+                depends_on=[*registrations, *agent])),
+        )
+        # The platform never owns a namespace it quotas: a NamespacePatch creates it when absent
+        # (server-side apply) and, when the quota goes, removes only the platform's label.
+        quota_namespaces = [
+            kubernetes.core.v1.NamespacePatch(
+                f"{name}-quota-namespace-{namespace}",
+                metadata=render.quota_namespace_metadata(namespace),
+                opts=pulumi.ResourceOptions.merge(on_tenant,
+                                                  pulumi.ResourceOptions(depends_on=[self.release])))
+            for namespace in render.quota_namespaces(tenant)]
+        self.quotas = create_objects(
+            f"{name}-quota", render.quota_objects(tenant),
+            pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(
+                depends_on=[self.release, *quota_namespaces])))
+
+        self.cards = {node: [d.id for d in node_devices] for node, node_devices in devices.items()}
+        self.capacity = tenant_capacity_summary(tenant, cluster_name, reference_pod)
+        self.register_outputs({"cards": self.cards, "capacity": self.capacity})
+
+    @staticmethod
+    def _register_node(name: str, node: str, devices: list[GpuDevice], mock: bool, worker: local.Command,
+                       on_tenant: pulumi.ResourceOptions) -> kubernetes.core.v1.NodePatch:
+        # A Patch owns only the fields it sets: destroy removes exactly the
+        # label and annotation, never the node. A replaced worker is a new Node
+        # (the old one is deleted with its container): the registration is
+        # replaced with it, so the new Node gets its GPUs too.
+        # Named after the pool since issue 20; the alias keeps the dev stack's `<node>-gpus`.
+        return kubernetes.core.v1.NodePatch(
+            f"{name}-{node}",
+            metadata=render.gpu_node_metadata(node, devices, mock),
+            opts=pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(
+                depends_on=[worker], replace_with=[worker], aliases=[pulumi.Alias(name=f"{node}-gpus")])),
+        )

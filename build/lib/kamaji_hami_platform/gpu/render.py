@@ -1,0 +1,190 @@
+"""Pure renderings for HAMi in a tenant: Helm values, GPU node registration, capacity agent, quotas.
+
+Every Helm key used here exists in HAMi chart 2.10.0's values.yaml.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kamaji_hami_platform import config, names, versions
+from kamaji_hami_platform.config import TenantConfig
+from kamaji_hami_platform.gpu.devices import (
+    GPU_NODE_LABEL,
+    GPU_RESOURCE,
+    NODE_REGISTER_ANNOTATION,
+    GpuDevice,
+    node_register_annotation,
+)
+
+HAMI_NAMESPACE = "kube-system"
+HAMI_RELEASE = "hami"
+SCHEDULER_NAME = "hami-scheduler"
+# The chart's own default extender args; `scheduler.extender.extraArgs`
+# replaces the list, so they are repeated next to the lock timeout.
+DEFAULT_EXTENDER_ARGS = ("--debug", "-v=4")
+CAPACITY_AGENT = names.CAPACITY_AGENT
+CAPACITY_SCHEDULE = "* * * * *"
+NODE_STATUS_RESOURCE = "nodes/status"
+QUOTA_NAME = "hami-gpu-quota"
+QUOTA_NAMESPACE_LABEL = "io.kamaji-hami-platform/gpu-quota"
+PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
+# Namespaces every cluster has; quotas in them do not create the namespace.
+BUILTIN_NAMESPACES = ("default", "kube-public", "kube-system", "kube-node-lease")
+# Namespaces HAMi's fail-closed webhook never sees (the chart renders them as a
+# `kubernetes.io/metadata.name NotIn` namespaceSelector, HAMi 2.10.0
+# charts/hami/templates/scheduler/webhook.yaml): the system namespaces, where
+# HAMi itself, the CNI, kube-proxy, CoreDNS and the capacity agent run.
+WEBHOOK_EXCLUDED_NAMESPACES = config.WEBHOOK_EXCLUDED_NAMESPACES  # the config refuses HAMi quotas there
+
+
+def hami_values(tenant: TenantConfig) -> dict[str, Any]:
+    """Values for the HAMi release of one tenant."""
+    mock = tenant.gpus is None or tenant.gpus.mock
+    extender: dict[str, Any] = {}
+    if mock:
+        # Nothing releases HAMi's node lock after a bind without the real
+        # device plugin; a short expiry keeps consecutive pods from stalling
+        # 5 minutes each (HAMi v2.10.0 pkg/util/nodelock/nodelock.go; the flag
+        # overrides HAMI_NODELOCK_EXPIRE: cmd/scheduler/main.go).
+        extender["extraArgs"] = [*DEFAULT_EXTENDER_ARGS,
+                                 f"--node-lock-timeout={tenant.hami.node_lock_timeout}"]
+    return {
+        "scheduler": {
+            "kubeScheduler": {"image": {
+                "registry": versions.KUBE_SCHEDULER_IMAGE_REGISTRY,
+                "repository": versions.KUBE_SCHEDULER_IMAGE_REPOSITORY,
+                "tag": tenant.kubernetes_version,
+            }},
+            "defaultSchedulerPolicy": {
+                "gpuSchedulerPolicy": tenant.hami.gpu_scheduler_policy,
+                "nodeSchedulerPolicy": tenant.hami.node_scheduler_policy,
+            },
+            # A broken API-server-to-webhook path (Konnectivity) must fail pod
+            # creation loudly, not send GPU pods to default-scheduler. The price:
+            # the webhook matches every pod (not only GPU pods) outside the
+            # excluded namespaces, so while no scheduler pod serves, no pod can be
+            # created there. System namespaces never depend on it, and a second
+            # scheduler replica (leader-elected; the chart's Service follows the
+            # leader label) takes over within the lease, a gap of seconds, not minutes.
+            "admissionWebhook": {"failurePolicy": "Fail",
+                                 "whitelistNamespaces": list(WEBHOOK_EXCLUDED_NAMESPACES)},
+            "leaderElect": True,
+            "replicas": tenant.hami.scheduler_replicas,
+            **({"extender": extender} if extender else {}),
+        },
+        # The real device plugin needs NVML; mock cards are registered by the platform.
+        "devicePlugin": {"enabled": not mock},
+    }
+
+
+def gpu_node_metadata(node: str, devices: list[GpuDevice], mock: bool) -> dict[str, Any]:
+    """What the platform adds to a GPU node: the label, and in mock mode the device list.
+
+    `pulumi.com/patchForce` takes these fields back from whoever edited them by hand
+    (server-side apply conflicts would otherwise block every later `up`, and Patch
+    resources do not force; pulumi-kubernetes provider/pkg/await/await.go patchForce).
+    It takes nothing else: HAMi writes only `hami.io/node-handshake` and
+    `hami.io/mutex.lock` on a node, which the platform never sets.
+    """
+    annotations = {PATCH_FORCE_ANNOTATION: "true"}
+    if mock:
+        annotations[NODE_REGISTER_ANNOTATION] = node_register_annotation(devices)
+    return {"name": node, "labels": {GPU_NODE_LABEL[0]: GPU_NODE_LABEL[1]}, "annotations": annotations}
+
+
+def capacity_patch(slots: int) -> str:
+    """JSON patch for the node status: cards x split count of `nvidia.com/gpu`."""
+    path = GPU_RESOURCE.replace("/", "~1")
+    return ('[{"op":"add","path":"/status/capacity/' + path + f'","value":"{slots}"}},'
+            '{"op":"add","path":"/status/allocatable/' + path + f'","value":"{slots}"}}]')
+
+
+def capacity_agent_objects(nodes: dict[str, int]) -> list[dict[str, Any]]:
+    """RBAC and one CronJob per GPU node that (re)applies its `nvidia.com/gpu` capacity.
+
+    `nodes` maps node name -> slots. The capacity lives in the node status,
+    which a kubelet re-registration can reset; the job puts it back every minute.
+    """
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": CAPACITY_AGENT, "namespace": HAMI_NAMESPACE}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": CAPACITY_AGENT},
+         "rules": [capacity_agent_rule(sorted(nodes))]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": CAPACITY_AGENT},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": CAPACITY_AGENT},
+         "subjects": [{"kind": "ServiceAccount", "name": CAPACITY_AGENT,
+                       "namespace": HAMI_NAMESPACE}]},
+    ]
+    for node, slots in sorted(nodes.items()):
+        objects.append(_capacity_cronjob(node, slots))
+    return objects
+
+
+def capacity_agent_rule(nodes: list[str]) -> dict[str, Any]:
+    """Exactly what `kubectl patch node N --subresource=status` needs, on exactly these nodes.
+
+    kubectl first GETs the object it patches, at the subresource it was given
+    (k8s.io/cli-runtime v0.35 pkg/resource/builder.go requireObject, visitor.go
+    Info.Get with Subresource), then PATCHes it; RBAC authorizes both against
+    `nodes/status`, a resource of its own: `get` on `nodes` grants neither.
+    """
+    return {"apiGroups": [""], "resources": [NODE_STATUS_RESOURCE], "verbs": ["get", "patch"],
+            "resourceNames": nodes}
+
+
+def _capacity_cronjob(node: str, slots: int) -> dict[str, Any]:
+    container = {
+        "name": "kubectl",
+        "image": versions.KUBECTL_IMAGE,
+        "command": ["/bin/kubectl", "patch", "node", node, "--subresource=status",
+                    "--type=json", "-p", capacity_patch(slots)],
+        # kubectl keeps a discovery cache under $HOME; give it a writable one.
+        "env": [{"name": "HOME", "value": "/tmp"}],
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+        "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True,
+                            "runAsUser": 65532, "capabilities": {"drop": ["ALL"]}},
+    }
+    return {
+        "apiVersion": "batch/v1", "kind": "CronJob",
+        "metadata": {"name": names.capacity_cronjob_name(node), "namespace": HAMI_NAMESPACE},
+        "spec": {
+            "schedule": CAPACITY_SCHEDULE,
+            "concurrencyPolicy": "Forbid",
+            "successfulJobsHistoryLimit": 1,
+            "failedJobsHistoryLimit": 1,
+            "jobTemplate": {"spec": {
+                "backoffLimit": 2,
+                "ttlSecondsAfterFinished": 300,
+                "template": {"spec": {
+                    "serviceAccountName": CAPACITY_AGENT,
+                    "restartPolicy": "Never",
+                    "tolerations": [{"operator": "Exists"}],
+                    "containers": [container],
+                    "volumes": [{"name": "tmp", "emptyDir": {}}],
+                }},
+            }},
+        },
+    }
+
+
+def quota_namespaces(tenant: TenantConfig) -> list[str]:
+    """Namespaces the platform makes sure exist for a quota (built-in ones always do)."""
+    return [ns for ns in sorted(tenant.gpu_quotas) if ns not in BUILTIN_NAMESPACES]
+
+
+def quota_namespace_metadata(namespace: str) -> dict[str, Any]:
+    """The platform's mark on a namespace it quotas: the only field its NamespacePatch owns."""
+    return {"name": namespace, "labels": {QUOTA_NAMESPACE_LABEL: QUOTA_NAME}}
+
+
+def quota_objects(tenant: TenantConfig) -> list[dict[str, Any]]:
+    """Per namespace of the tenant cluster: a GPU quota (the namespace itself is never owned)."""
+    return [{
+        "apiVersion": "v1", "kind": "ResourceQuota",
+        "metadata": {"name": QUOTA_NAME, "namespace": namespace},
+        "spec": {"hard": {key: str(value) for key, value in sorted(limits.items())}},
+    } for namespace, limits in sorted(tenant.gpu_quotas.items())]

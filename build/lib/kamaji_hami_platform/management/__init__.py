@@ -1,0 +1,1 @@
+"""The management cluster: kind, cert-manager, MetalLB and Kamaji (`ManagementCluster`)."""

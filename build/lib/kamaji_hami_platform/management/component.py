@@ -1,0 +1,234 @@
+"""ManagementCluster: kind, cert-manager, MetalLB and Kamaji (design §4)."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+import pulumi
+import pulumi_kubernetes as kubernetes
+from pulumi_command import local
+
+from kamaji_hami_platform import docker_host, readiness, versions
+from kamaji_hami_platform.config import ManagementConfig
+from kamaji_hami_platform.create_only import create_only_guards
+from kamaji_hami_platform.helm import chart_args, deep_merge
+from kamaji_hami_platform.management import docker_network, kamaji_chart, render
+from kamaji_hami_platform.management import kindnet as management_kindnet
+from kamaji_hami_platform.settings import ChartSource, ManagementSettings, management_config
+
+TYPE_TOKEN = "kamaji-hami-platform:index:ManagementCluster"
+# Helm's own default (300 s) is too short for kamaji-etcd's three PVC-backed pods.
+HELM_TIMEOUT_SECONDS = 900
+
+
+CERT_MANAGER = "cert-manager"
+METALLB = "metallb"
+RELEASES = (CERT_MANAGER, METALLB, render.KAMAJI_RELEASE)
+
+
+class ManagementClusterArgs(TypedDict, total=False):
+    """The inputs of a ManagementCluster: its settings, and where to depart from the platform's
+    Helm values and pinned charts."""
+
+    management: ManagementSettings
+    """The cluster's settings (stack config `management`); each has a default."""
+    helm_values: dict[str, dict[str, Any]]
+    """Per release (`cert-manager`, `metallb`, `kamaji`): values deep-merged over the platform's."""
+    charts: dict[str, ChartSource]
+    """Per release: the chart to install instead of the pinned one (a mirror, an OCI registry, a
+    local folder). For `kamaji`, the platform then skips its fetch of Kamaji's tagged source."""
+
+
+def _helm_release(resource_name: str, release: str, chart: dict[str, Any], namespace: str,
+                  values: dict, opts: pulumi.ResourceOptions) -> kubernetes.helm.v3.Release:
+    return kubernetes.helm.v3.Release(
+        resource_name,
+        name=release,
+        **chart,
+        namespace=namespace,
+        create_namespace=True,
+        values=values,
+        timeout=HELM_TIMEOUT_SECONDS,
+        opts=opts,
+    )
+
+
+def _check_release_keys(args: ManagementClusterArgs, where: str) -> None:
+    for key in ("helm_values", "charts"):
+        unknown = sorted(set(args.get(key) or {}) - set(RELEASES))
+        if unknown:
+            raise ValueError(f"{where}: {key}: unknown release(s) {', '.join(unknown)} "
+                             f"(releases: {', '.join(RELEASES)})")
+
+
+class ManagementCluster(pulumi.ComponentResource):
+    """A one-node kind cluster with cert-manager, MetalLB and Kamaji installed in order.
+
+    Its children are named `<name>-...`: two management clusters live in one stack when their
+    settings differ (`name`, `docker_network`, `docker_subnet`)."""
+
+    kubeconfig: pulumi.Output[str]
+    """The management cluster's kubeconfig (secret)."""
+    provider: kubernetes.Provider
+    """The Kubernetes provider every management-cluster resource uses."""
+    pool_range: pulumi.Output[str]
+    """The MetalLB address range LoadBalancer services (tenant API servers) draw from."""
+    host_flags: pulumi.Output[str]
+    """The `docker run` flags this Docker host needs for a kind node (kind's own detection)."""
+
+    def __init__(self, name: str, args: ManagementClusterArgs,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        where = f"ManagementCluster {name!r}"
+        management = management_config(args.get("management"), where)
+        _check_release_keys(args, where)
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        self.settings: ManagementConfig = management
+        values = args.get("helm_values") or {}
+        charts = args.get("charts") or {}
+        child = pulumi.ResourceOptions(parent=self)
+        kind_config = render.kind_cluster_config(management)
+        self.create_only = create_only_guards(name, render.MANAGEMENT_CREATE_ONLY,
+                                              render.management_create_only_values(management),
+                                              render.MANAGEMENT_WAY_OUT, self)
+
+        # kind keeps a network that exists (kind v0.31.0 network.go ensureNetwork): this one has
+        # the configured subnet workers take fixed addresses from
+        # (kamaji_hami_platform/management/docker_network.py).
+        self.network = local.Command(
+            f"{name}-network",
+            create=docker_network.create_script(management.docker_network, management.docker_subnet,
+                                                management.name),
+            delete=docker_network.delete_script(management.docker_network, management.name),
+            triggers=[management.docker_network, management.docker_subnet],
+            # A new network has the same name: the old one goes first, and with it first what is
+            # attached to it (kind's node and the workers name it in replace_with).
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                depends_on=self.create_only, delete_before_replace=True)))
+        self.cluster = local.Command(
+            f"{name}-kind",
+            create=render.kind_create_script(management),
+            delete=render.kind_delete_script(management),
+            stdin=kind_config,
+            interpreter=["/bin/sh", "-c"],
+            # kind attaches its nodes to this Docker network.
+            environment={render.KIND_NETWORK_ENV: management.docker_network},
+            # Changing the name, image, kind config or Docker network would replace the
+            # cluster (the name is fixed, so the old one first) and with it every tenant's
+            # control plane and data: protected, so the engine refuses that in preview.
+            triggers=[management.name, management.node_image, kind_config,
+                      management.docker_network, management.docker_subnet],
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                delete_before_replace=True, protect=True, depends_on=[*self.create_only, self.network],
+                replace_with=[self.network])),
+        )
+        kubeconfig_cmd = local.Command(
+            f"{name}-kubeconfig",
+            create=render.kind_kubeconfig_command(management),
+            logging=local.Logging.NONE,
+            triggers=[self.cluster.id],
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                depends_on=[self.cluster], additional_secret_outputs=["stdout", "stderr"])),
+        )
+        self.kubeconfig = pulumi.Output.secret(kubeconfig_cmd.stdout)
+        self.provider = kubernetes.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.kubeconfig,
+            # A new kind cluster (new command id) replaces the provider and so
+            # everything on it; a changed kubeconfig alone is only an update.
+            cluster_identifier=self.cluster.id,
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                depends_on=[kubeconfig_cmd])),
+        )
+        # Everything in the cluster goes with it: destroy skips these deletes (pulumi deleted_with).
+        on_cluster = pulumi.ResourceOptions(parent=self, provider=self.provider, deleted_with=self.cluster)
+
+        # Named after the component since issue 20; the alias keeps the dev stack's releases.
+        def release(release_name: str, pinned: versions.HelmChart, namespace: str,
+                    platform_values: dict[str, Any]) -> kubernetes.helm.v3.Release:
+            return _helm_release(
+                f"{name}-{release_name}", release_name, chart_args(pinned, charts.get(release_name)),
+                namespace, deep_merge(platform_values, values.get(release_name)),
+                pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
+                    aliases=[pulumi.Alias(name=release_name)])))
+
+        self.cert_manager = release(CERT_MANAGER, versions.CERT_MANAGER_CHART, render.CERT_MANAGER_NAMESPACE,
+                                    render.cert_manager_values())
+        self.metallb = release(METALLB, versions.METALLB_CHART, render.METALLB_NAMESPACE,
+                               render.metallb_values())
+        self.pool_range = pulumi.Output.from_input(management.pool_range)
+        # What kind adds to its nodes on some hosts, read once per kind cluster, as kind reads it
+        # for its own node: the workers start with the same (kamaji_hami_platform/docker_host.py).
+        host_check = local.Command(
+            f"{name}-docker-host",
+            create=docker_host.host_flags_script(),
+            triggers=[self.cluster.id],
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.cluster])))
+        self.host_flags = host_check.stdout
+        # The management cluster's kindnetd enforces tenant isolation: without kind v0.31.0's
+        # limits, as kind itself has it since (kamaji_hami_platform/management/kindnet.py).
+        self.kindnet = local.Command(
+            f"{name}-kindnet-limits",
+            create=management_kindnet.remove_limits_script(management),
+            triggers=[self.cluster.id],
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.cluster])))
+        self.pool = kubernetes.apiextensions.CustomResource(
+            f"{name}-metallb-pool",
+            api_version=render.METALLB_API_VERSION,
+            kind="IPAddressPool",
+            metadata={"name": render.METALLB_POOL_NAME, "namespace": render.METALLB_NAMESPACE},
+            spec=self.pool_range.apply(render.metallb_pool_spec),
+            opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
+                depends_on=[self.metallb, *self.create_only])),
+        )
+        self.l2_advertisement = kubernetes.apiextensions.CustomResource(
+            f"{name}-metallb-l2",
+            api_version=render.METALLB_API_VERSION,
+            kind="L2Advertisement",
+            metadata={"name": render.METALLB_POOL_NAME, "namespace": render.METALLB_NAMESPACE},
+            spec=render.metallb_l2_advertisement_spec(),
+            opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
+                depends_on=[self.pool])),
+        )
+        kamaji_chart_args, fetched = self._kamaji_chart(name, charts.get(render.KAMAJI_RELEASE), child)
+        self.kamaji = kubernetes.helm.v3.Release(
+            f"{name}-{render.KAMAJI_RELEASE}",
+            name=render.KAMAJI_RELEASE,
+            **kamaji_chart_args,
+            namespace=render.KAMAJI_NAMESPACE,
+            create_namespace=True,
+            values=deep_merge(render.kamaji_values(management), values.get(render.KAMAJI_RELEASE)),
+            timeout=HELM_TIMEOUT_SECONDS,
+            opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
+                aliases=[pulumi.Alias(name=render.KAMAJI_RELEASE)],
+                depends_on=[self.cert_manager, *fetched, self.kindnet, *self.create_only])))
+
+        # Kamaji's TCP webhooks fail closed and its readiness is a bare ping:
+        # tenants wait until a dry-run TCP is accepted (kamaji_hami_platform/readiness.py).
+        self.kamaji_webhook = local.Command(
+            f"{name}-kamaji-webhook",
+            create=readiness.kamaji_webhook_wait_script(management),
+            triggers=[self.cluster.id, versions.KAMAJI_IMAGE_TAG],
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                depends_on=[self.kamaji])))
+
+        self.register_outputs({
+            "kubeconfig": self.kubeconfig,
+            "poolRange": self.pool_range,
+            "hostFlags": self.host_flags,
+        })
+
+    @staticmethod
+    def _kamaji_chart(name: str, override: ChartSource | None,
+                      child: pulumi.ResourceOptions) -> tuple[dict[str, Any], list[pulumi.Resource]]:
+        """The Kamaji chart: the user's, or the one of the Kamaji tag the platform runs, fetched and
+        verified by digest (management/kamaji_chart.py)."""
+        if override:
+            return chart_args(None, override), []
+        fetch = local.Command(
+            f"{name}-kamaji-chart",
+            create=kamaji_chart.fetch_script(),
+            triggers=[versions.KAMAJI_CHART_SOURCE.digest, versions.KAMAJI_ETCD_CHART_SOURCE.digest],
+            opts=child)
+        # Its path: unknown in a fresh preview (nothing fetched yet), so the release does not load
+        # it there; then the verified folder, whose name carries the digest.
+        return {"chart": fetch.stdout.apply(str.strip)}, [fetch]

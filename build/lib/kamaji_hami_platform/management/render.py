@@ -1,0 +1,202 @@
+"""Pure renderings for the management cluster: kind config, shell commands, Helm values.
+
+Everything here is a function of validated config (or of what Docker reports), so
+tests call it directly and two runs of the program produce identical inputs.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+import yaml
+
+from kamaji_hami_platform import names, versions
+from kamaji_hami_platform.config import MANAGEMENT_POD_CIDR, MANAGEMENT_SERVICE_CIDR, ManagementConfig
+from kamaji_hami_platform.create_only import CreateOnlySetting
+
+CERT_MANAGER_NAMESPACE = "cert-manager"
+METALLB_NAMESPACE = "metallb-system"
+KAMAJI_NAMESPACE = "kamaji-system"
+# The Kamaji CRD's conversion webhook is hard-wired to this release name and
+# namespace (clastix/kamaji 26.8.2-edge charts/kamaji/crds/kamaji.clastix.io_tenantcontrolplanes.yaml,
+# `conversion.webhook.clientConfig.service`).
+KAMAJI_RELEASE = "kamaji"
+METALLB_POOL_NAME = "kind-pool"
+METALLB_API_VERSION = "metallb.io/v1beta1"
+KIND_NETWORK_ENV = "KIND_EXPERIMENTAL_DOCKER_NETWORK"
+_NODE_NETWORKS_FORMAT = shlex.quote("{{ range $name, $e := .NetworkSettings.Networks }}{{ $name }} {{ end }}")
+# Private folder (git-ignored) for the kubeconfig `kind create` writes.
+KIND_KUBECONFIG_DIR = ".kind"
+
+
+
+def kind_cluster_config(management: ManagementConfig) -> str:
+    """kind's cluster config: one node, kind's default CNI, networks pinned explicitly."""
+    config = {
+        "kind": "Cluster",
+        "apiVersion": "kind.x-k8s.io/v1alpha4",
+        "networking": {"podSubnet": MANAGEMENT_POD_CIDR, "serviceSubnet": MANAGEMENT_SERVICE_CIDR},
+        "nodes": [{"role": "control-plane", "image": management.node_image}],
+    }
+    return yaml.safe_dump(config, sort_keys=True)
+
+
+def kind_kubeconfig_path(management: ManagementConfig) -> str:
+    """Where `kind create` writes the cluster's admin kubeconfig: a private file of the
+    project, never the user's ~/.kube/config (kind's default, whose current context it
+    would also switch). Relative to the project directory, where Pulumi runs commands.
+    kind writes it with mode 0600 and `kind delete` only edits it (kind v0.31.0
+    pkg/cluster/internal/kubeconfig), so the delete script removes it."""
+    return f"{KIND_KUBECONFIG_DIR}/{management.name}.kubeconfig"
+
+
+def _list_clusters_or_fail(action: str) -> str:
+    """`kind get clusters` into $clusters; a Docker failure stops the script.
+
+    Without this, `kind get clusters | grep` reads a Docker error as "no such
+    cluster" (the pipeline's status is grep's): a delete would report "already
+    gone" and leave the cluster running.
+    """
+    return (
+        "if ! clusters=$(kind get clusters 2>&1); then\n"
+        f"  printf 'cannot list kind clusters (is Docker running?); nothing {action}: %s\\n' "
+        '"$clusters" >&2\n'
+        "  exit 1\n"
+        "fi\n"
+    )
+
+
+def _node_on_network(management: ManagementConfig) -> str:
+    """Fail unless the kind node is attached to the platform's network.
+
+    kind takes the network from KIND_EXPERIMENTAL_DOCKER_NETWORK, a variable it calls
+    unsupported ("Here be dragons", kind v0.31.0 pkg/cluster/internal/providers/docker/
+    provider.go): a kind release that ignores it would put the node on `kind`, where workers
+    and MetalLB addresses are not, and the failure would surface far from its cause."""
+    node = shlex.quote(control_plane_container(management))
+    network = management.docker_network
+    return (
+        f"if ! networks=$(docker container inspect --format {_NODE_NETWORKS_FORMAT} {node} 2>&1); then\n"
+        f"  echo \"cannot inspect the kind node {node}: $networks\" >&2; exit 1\n"
+        "fi\n"
+        "networks=$(echo $networks)\n"
+        f"case \" $networks \" in *' {network} '*) ;; *)\n"
+        f"  echo \"the kind node {node} is on Docker network(s) $networks, not {network}: this kind\" \\\n"
+        f"    \"release ignores {KIND_NETWORK_ENV}. Delete it\" \\\n"
+        f"    \"(kind delete cluster --name {management.name}),\" \\\n"
+        f"    \"install kind {versions.KIND_CLI_VERSION} and run make up again.\" >&2\n"
+        "  exit 1 ;;\n"
+        "esac\n"
+    )
+
+
+def kind_create_script(management: ManagementConfig) -> str:
+    """Create the kind cluster unless it exists (the config arrives on stdin), then check that
+    its node is on the platform's network."""
+    name = shlex.quote(management.name)
+    kubeconfig = shlex.quote(kind_kubeconfig_path(management))
+    return (
+        "set -eu\n"
+        + _list_clusters_or_fail("created")
+        + f"if printf '%s\\n' \"$clusters\" | grep -qx {name}; then\n"
+        f"  echo 'kind cluster {management.name} already exists'\n"
+        "else\n"
+        f"  umask 077; mkdir -p {KIND_KUBECONFIG_DIR}\n"
+        f"  kind create cluster --name {name} --config - --kubeconfig {kubeconfig} --wait 120s\n"
+        "fi\n"
+        + _node_on_network(management)
+    )
+
+
+def kind_delete_script(management: ManagementConfig) -> str:
+    """Delete the kind cluster and its private kubeconfig; a cluster already gone is fine,
+    a Docker that does not answer is an error (nothing is deleted then)."""
+    name = shlex.quote(management.name)
+    kubeconfig = shlex.quote(kind_kubeconfig_path(management))
+    return (
+        "set -eu\n"
+        + _list_clusters_or_fail("deleted")
+        + f"if printf '%s\\n' \"$clusters\" | grep -qx {name}; then\n"
+        f"  kind delete cluster --name {name} --kubeconfig {kubeconfig}\n"
+        "else\n"
+        f"  echo 'kind cluster {management.name} is already gone'\n"
+        "fi\n"
+        f"rm -f {kubeconfig}\n"
+    )
+
+
+def kind_kubeconfig_command(management: ManagementConfig) -> str:
+    """`kind get kubeconfig` reads the admin kubeconfig from the node container itself
+    (kind v0.31.0 pkg/cluster/internal/kubeconfig/kubeconfig.go), from no kubeconfig file."""
+    return f"kind get kubeconfig --name {shlex.quote(management.name)}"
+
+
+def control_plane_container(management: ManagementConfig) -> str:
+    """The kind node's container: kind names a one-node cluster's node `<name>-control-plane`."""
+    return names.kind_node_container(management.name)
+
+
+def cert_manager_values() -> dict[str, Any]:
+    return {"crds": {"enabled": True}}
+
+
+def metallb_values() -> dict[str, Any]:
+    return {}
+
+
+def kamaji_values(management: ManagementConfig) -> dict[str, Any]:
+    """Kamaji pinned by image tag; `resources: null` as the kind guide installs it."""
+    return {
+        "image": {"tag": versions.KAMAJI_IMAGE_TAG},
+        # null removes the chart's default limits, as the kind guide does (--set resources=null);
+        # pulumi-kubernetes keeps nulls in Release values since 4.30 (helm_release_test.go
+        # TestDecodeRelease_NullPreservedThroughWire), so a refresh does not diff on it.
+        "resources": None,
+        # Kamaji reports every TenantControlPlane create to Clastix, dry runs included
+        # (26.8.2-edge internal/webhook/handlers/tcp_telemetry.go): the webhook wait's
+        # dry-run probes would be counted as clusters.
+        "telemetry": {"disabled": True},
+        "kamaji-etcd": {"replicas": management.kamaji_etcd_replicas},
+    }
+
+
+def metallb_pool_spec(address_range: str) -> dict[str, Any]:
+    return {"addresses": [address_range]}
+
+
+def metallb_l2_advertisement_spec() -> dict[str, Any]:
+    return {"ipAddressPools": [METALLB_POOL_NAME]}
+
+
+# Settings a running management cluster cannot take. The kind cluster is protected, so a
+# change that would replace it (and with it every control plane, every tenant's data) is
+# refused by the engine; these guards name the setting (kamaji_hami_platform/create_only.py).
+MANAGEMENT_WAY_OUT = ("set the old value back, or rebuild the platform with the new one: make down, "
+                      "then make up (every tenant starts empty)")
+# Guarded before kind is touched (the kind command, Kamaji and the pool wait for them).
+MANAGEMENT_CREATE_ONLY = (
+    CreateOnlySetting("name", "management.name",
+                      "it names the kind cluster that runs every tenant control plane"),
+    CreateOnlySetting("nodeImage", "management.nodeImage",
+                      "kind sets a node image only when it creates the cluster"),
+    CreateOnlySetting("dockerNetwork", "management.dockerNetwork",
+                      "kind attaches its node to the network only when it creates the cluster"),
+    CreateOnlySetting("dockerSubnet", "management.dockerSubnet",
+                      "the network, the kind node and every worker address live in it"),
+    # kamaji-etcd forms its cluster once with --initial-cluster-state=new (clastix/kamaji-etcd chart).
+    CreateOnlySetting("kamajiEtcdReplicas", "management.kamajiEtcdReplicas",
+                      "kamaji-etcd forms its cluster once (3 to 1 loses quorum, 1 to 3 cannot join) "
+                      "and every tenant datastore is in it"),
+    # MetalLB 0.14+ reassigns addresses outside its pool; workers keep the API address they joined.
+    CreateOnlySetting("metallbAddressRange", "management.metallbAddressRange",
+                      "a new range moves every tenant API address while the workers keep the old one"),
+)
+
+
+def management_create_only_values(management: ManagementConfig) -> dict[str, str]:
+    """Each create-only setting's value, as its guard's trigger."""
+    return {"name": management.name, "nodeImage": management.node_image,
+            "dockerNetwork": management.docker_network, "dockerSubnet": management.docker_subnet,
+            "kamajiEtcdReplicas": str(management.kamaji_etcd_replicas),
+            "metallbAddressRange": management.pool_range}

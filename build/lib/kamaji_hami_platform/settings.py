@@ -1,0 +1,217 @@
+"""The settings the components take: the stack configuration's sections as typed dictionaries.
+
+Each TypedDict has the keys of its stack-config section in Python's spelling (`docker_subnet`
+for `dockerSubnet`); Pulumi's component-provider schema spells them back in camelCase, so a
+TypeScript or YAML program writes exactly what a stack file holds. Every value is checked by the
+same validator as the stack file (`kamaji_hami_platform.config`): a bad value is a `ConfigError`
+naming the component and the key, raised before the component creates anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, NotRequired, TypedDict
+
+from kamaji_hami_platform import config as cfg
+
+
+class GpuModelSettings(TypedDict):
+    """A GPU model as HAMi sees it (stack config `gpuModels.<name>`)."""
+
+    memory_mib: int
+    """Memory of one card, MiB."""
+    cores: int
+    """Compute of one card (100 = the whole card)."""
+    split_count: int
+    """Task slots per card: how many pods may share it."""
+    product: str
+    """The product string HAMi registers (e.g. `NVIDIA A100-SXM4-80GB`)."""
+
+
+class GpuPoolSettings(TypedDict):
+    """The cards every worker of a tenant carries (stack config `tenants[i].gpus`)."""
+
+    model: str
+    """A GPU model name: built in (`A100-80GB`) or one of `gpu_models`."""
+    per_worker: NotRequired[int]
+    """Cards per worker, 1..12 (default 1)."""
+    mock: NotRequired[bool]
+    """Mock cards registered by the platform (default true)."""
+
+
+class HamiSettingsArgs(TypedDict, total=False):
+    """HAMi's scheduler settings of a tenant (stack config `tenants[i].hami`)."""
+
+    gpu_scheduler_policy: str
+    """Card policy: `binpack` or `spread` (HAMi's default, spread)."""
+    node_scheduler_policy: str
+    """Node policy: `binpack` (HAMi's default) or `spread`."""
+    node_lock_timeout: str
+    """How long HAMi's node lock lives: `5s` .. `5m` (default 5s)."""
+    scheduler_replicas: int
+    """HAMi scheduler pods, 1..3 (default 2)."""
+
+
+class TenantSettings(TypedDict):
+    """One tenant cluster (stack config `tenants[i]`)."""
+
+    name: str
+    """The tenant's name: its management namespace, control plane and worker names derive from it."""
+    kubernetes_version: str
+    """The tenant's Kubernetes version, e.g. `v1.35.0`."""
+    pod_cidr: str
+    """The tenant's pod network (a /24 per worker)."""
+    service_cidr: str
+    """The tenant's service network."""
+    control_plane_replicas: NotRequired[int]
+    """Control plane pods, 1..5 (default 1)."""
+    workers: NotRequired[int]
+    """Worker nodes (default 1)."""
+    address_block: NotRequired[int]
+    """Which block of the Docker network's worker addresses is the tenant's (default: its position)."""
+    gpus: NotRequired[GpuPoolSettings]
+    """The cards of each worker; none without it."""
+    hami: NotRequired[HamiSettingsArgs]
+    """HAMi's settings in the tenant."""
+    gpu_quotas: NotRequired[dict[str, dict[str, int]]]
+    """Namespace (in the tenant) -> HAMi / Kubernetes GPU quota limits."""
+
+
+class ManagementSettings(TypedDict, total=False):
+    """The kind management cluster (stack config `management`); every key has a default."""
+
+    name: str
+    """The kind cluster's name (default `kamaji`)."""
+    node_image: str
+    """The kindest/node image, with its digest."""
+    docker_network: str
+    """The platform's Docker network (default `kamaji-hami`)."""
+    docker_subnet: str
+    """Its IPv4 subnet (default 172.30.0.0/16)."""
+    metallb_address_range: str
+    """The tenant API addresses MetalLB hands out (default: in the subnet's last quarter)."""
+    kamaji_etcd_replicas: int
+    """kamaji-etcd members, 1..5 (default 3)."""
+
+
+class PodShapeSettings(TypedDict, total=False):
+    """A reference GPU pod (stack config `referencePod`)."""
+
+    gpumem: int
+    """MiB per card (default 20000)."""
+    gpucores: int
+    """Percent of a card's compute (default 30)."""
+    gpu: int
+    """Cards (default 1)."""
+
+
+class ChartSource(TypedDict, total=False):
+    """Where a Helm chart comes from, instead of the pinned one: a mirror, an OCI registry or a
+    local folder (`chart` alone: a path or `oci://...`)."""
+
+    chart: str
+    """Chart name in `repository`, an `oci://` reference, or a local chart folder."""
+    version: str
+    """Chart version (not for a local folder)."""
+    repository: str
+    """Chart repository URL (a mirror of the pinned one)."""
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+# Keys whose values are user data (names of namespaces, resources, models), not settings.
+_VERBATIM = frozenset({"gpu_quotas"})
+
+
+def to_config(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Settings in the stack file's spelling (`docker_subnet` -> `dockerSubnet`), recursively."""
+    return {_camel(key): (dict(value) if key in _VERBATIM
+                          else to_config(value) if isinstance(value, Mapping) else value)
+            for key, value in settings.items()}
+
+
+def _raise(problems: cfg._Problems, where: str, section: str, key: str) -> None:
+    """Every problem at once, each named `<where>: <key>.<setting>` (camelCase, as in a stack file)."""
+    if problems.items:
+        raise cfg.ConfigError([f"{where}: {key}{item[len(section):]}" if item.startswith(section)
+                               else f"{where}: {item}" for item in problems.items])
+
+
+def gpu_models(settings: Mapping[str, GpuModelSettings] | None, where: str) -> dict[str, cfg.GpuModel]:
+    """The built-in GPU models and these, validated."""
+    problems = cfg._Problems()
+    raw = {name: to_config(model) for name, model in (settings or {}).items()}
+    models = cfg._parse_gpu_models(raw, problems)
+    _raise(problems, where, "gpuModels", "gpu_models")
+    return models
+
+
+def management_config(settings: Mapping[str, Any] | None, where: str) -> cfg.ManagementConfig:
+    """Validated management settings; a ConfigError naming `where` and the key otherwise."""
+    problems = cfg._Problems()
+    parsed = cfg._parse_management(to_config(settings or {}), problems)
+    _raise(problems, where, "management", "management")
+    return parsed
+
+
+def tenant_config(settings: Mapping[str, Any], where: str,
+                  models: Mapping[str, cfg.GpuModel] | None = None) -> cfg.TenantConfig:
+    """Validated tenant settings; a ConfigError naming `where` and the key otherwise."""
+    problems = cfg._Problems()
+    parsed = cfg._parse_tenant(to_config(settings), 0, models or cfg.BUILTIN_GPU_MODELS, problems)
+    _raise(problems, where, "tenants[0]", "tenant")
+    assert parsed is not None
+    return parsed
+
+
+def pod_shape(settings: Mapping[str, Any] | None, where: str) -> cfg.PodShape:
+    problems = cfg._Problems()
+    parsed = cfg._parse_reference_pod(to_config(settings or {}), problems)
+    _raise(problems, where, "referencePod", "reference_pod")
+    return parsed
+
+
+def _settings_of(value: Any) -> Any:
+    if isinstance(value, cfg.GpuModel):
+        return value.name
+    if dataclasses.is_dataclass(value):
+        return {field.name: _settings_of(getattr(value, field.name)) for field in dataclasses.fields(value)
+                if getattr(value, field.name) is not None}
+    if isinstance(value, Mapping):
+        return {key: _settings_of(item) for key, item in value.items()}
+    return value
+
+
+def management_settings(management: cfg.ManagementConfig) -> ManagementSettings:
+    """A validated management config as the settings a ManagementCluster takes."""
+    return _settings_of(management)
+
+
+def tenant_settings(tenant: cfg.TenantConfig) -> TenantSettings:
+    """A validated tenant config as the settings KamajiTenant and HamiNodePool take."""
+    return _settings_of(tenant)
+
+
+def gpu_model_settings(models: Mapping[str, cfg.GpuModel]) -> dict[str, GpuModelSettings]:
+    """The stack's own GPU models (not the built-in ones) as settings."""
+    return {name: {key: value for key, value in _settings_of(model).items() if key != "name"}
+            for name, model in models.items() if name not in cfg.BUILTIN_GPU_MODELS}
+
+
+def pod_shape_settings(shape: cfg.PodShape) -> PodShapeSettings:
+    return _settings_of(shape)
+
+
+__all__ = [
+    "ChartSource",
+    "GpuModelSettings",
+    "GpuPoolSettings",
+    "HamiSettingsArgs",
+    "ManagementSettings",
+    "PodShapeSettings",
+    "TenantSettings",
+]

@@ -1,0 +1,1 @@
+"""A tenant cluster: its Kamaji control plane, isolation and kubeadm-joined workers (`KamajiTenant`)."""

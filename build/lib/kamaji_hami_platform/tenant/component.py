@@ -1,0 +1,250 @@
+"""KamajiTenant: one tenant cluster (design §4).
+
+Namespace and NetworkPolicies in the management cluster, the TenantControlPlane,
+its admin kubeconfig and a provider for the tenant, kubeadm-joined worker
+containers, and the tenant's CNI (kindnet) and kube-proxy.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from typing import NotRequired, TypedDict
+from urllib.parse import urlparse
+
+import pulumi
+import pulumi_kubernetes as kubernetes
+import yaml
+from pulumi_command import local
+
+from kamaji_hami_platform import docker_host, readiness
+from kamaji_hami_platform.config import ManagementConfig, TenantConfig
+from kamaji_hami_platform.create_only import create_only_guards
+from kamaji_hami_platform.kubernetes_objects import create_objects, create_objects_with
+from kamaji_hami_platform.settings import ManagementSettings, TenantSettings, management_config, tenant_config
+from kamaji_hami_platform.tenant import addons as tenant_addons
+from kamaji_hami_platform.tenant import control_plane as tcp_render
+from kamaji_hami_platform.tenant import node_join
+from kamaji_hami_platform.tenant.network_policy import network_policies
+
+TYPE_TOKEN = "kamaji-hami-platform:index:KamajiTenant"
+ADMIN_KUBECONFIG_KEY = "admin.conf"
+
+
+def decode_admin_kubeconfig(secret_data: dict[str, str]) -> str:
+    return base64.b64decode(secret_data[ADMIN_KUBECONFIG_KEY]).decode()
+
+
+def api_server_url(kubeconfig: str) -> str:
+    """The server of the kubeconfig's current context (not secret: an address)."""
+    document = yaml.safe_load(kubeconfig)
+    contexts = {c["name"]: c["context"] for c in document.get("contexts", [])}
+    cluster_name = contexts[document["current-context"]]["cluster"]
+    clusters = {c["name"]: c["cluster"] for c in document.get("clusters", [])}
+    return clusters[cluster_name]["server"]
+
+
+def host_port(url: str) -> str:
+    return urlparse(url).netloc
+
+
+def control_plane_uid(secret_metadata: object, dry_run: bool) -> str:
+    """The TenantControlPlane's UID: what tells a new control plane from the one workers joined.
+
+    Read from the admin kubeconfig Secret's controller reference (Kamaji sets the TCP as its
+    controller: clastix/kamaji 26.8.2-edge internal/resources/kubeconfig.go), not from the TCP's
+    own outputs: a preview in which pulumi-kubernetes cannot dry-run the TCP's update returns its
+    inputs, without a UID (provider/pkg/provider/provider.go v4.32.0 `Update`), while the Secret
+    is read for real in every preview where the TCP is not being created or replaced. Where the
+    Secret is not read yet, the UID is unknown. A UID still missing is unknown in preview (never
+    "", a known, changed value that plans a new provider and new workers) and an error in `up`.
+    """
+    owners = getattr(secret_metadata, "owner_references", None) or []
+    uid = next((o.uid for o in owners if o.kind == tcp_render.KIND and o.controller), None)
+    if uid:
+        return uid
+    if dry_run:
+        return pulumi.output.UNKNOWN  # type: ignore[return-value]
+    raise ValueError("the admin kubeconfig Secret has no TenantControlPlane controller reference; "
+                     "check it with kubectl -n <tenant> get secret <tenant>-admin-kubeconfig -o yaml")
+
+
+class KamajiTenantArgs(TypedDict):
+    """The inputs of a KamajiTenant."""
+
+    tenant: TenantSettings
+    """The tenant's settings (stack config `tenants[i]`)."""
+    management_provider: pulumi.Input[kubernetes.Provider]
+    """A provider for the management cluster, where Kamaji runs (`ManagementCluster.provider`, or
+    your own for a cluster you manage)."""
+    management: NotRequired[ManagementSettings]
+    """The management cluster's settings: its name labels the workers, its Docker network and subnet
+    give them their addresses (defaults as a ManagementCluster's)."""
+    host_flags: NotRequired[pulumi.Input[str]]
+    """`docker run` flags this Docker host needs for a kind node (`ManagementCluster.host_flags`)."""
+    management_network: NotRequired[local.Command]
+    """The command that creates the Docker network (`ManagementCluster.network`): a new network
+    replaces the workers attached to it."""
+
+
+class KamajiTenant(pulumi.ComponentResource):
+    """A tenant cluster: control plane in the management cluster, workers in Docker.
+
+    Pass `opts=ResourceOptions(depends_on=[management], deleted_with=management.cluster)`: the
+    tenant waits for the management cluster (Kamaji's webhooks fail closed), and what it creates in
+    the management cluster goes with the kind cluster (`deleted_with` is applied to those children).
+    """
+
+    endpoint: pulumi.Output[str]
+    """The tenant API server URL (MetalLB address, port 6443)."""
+    kubeconfig: pulumi.Output[str]
+    """Admin kubeconfig of the tenant (secret)."""
+    provider: kubernetes.Provider
+    """Provider for resources inside the tenant cluster."""
+    node_names: list[str]
+    """Names of the tenant's worker nodes (= container names)."""
+
+    def __init__(self, name: str, args: KamajiTenantArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        where = f"KamajiTenant {name!r}"
+        tenant = tenant_config(args["tenant"], where)
+        management_settings = management_config(args.get("management"), where)
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        self.tenant: TenantConfig = tenant
+        # Everything in the management cluster goes with the kind cluster: destroy skips its
+        # deletes instead of failing on an API that is gone (pulumi deleted_with).
+        management_provider = args["management_provider"]
+        on_management = pulumi.ResourceOptions(parent=self, provider=management_provider,
+                                               deleted_with=opts.deleted_with if opts else None)
+        network = args.get("management_network")
+        host_flags = args.get("host_flags", "")
+
+        namespace = kubernetes.core.v1.Namespace(
+            f"{name}-namespace", metadata={"name": tenant.namespace}, opts=on_management)
+        self.network_policies = create_objects(
+            name, network_policies(tenant, management_settings),
+            pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=[namespace])))
+        # Settings the tenant's running nodes keep from their join: refused in preview.
+        self.create_only = create_only_guards(
+            name, tcp_render.create_only_settings(tenant), tcp_render.create_only_values(tenant),
+            tcp_render.create_only_way_out(tenant), self)
+        self.control_plane = self._control_plane(name, on_management,
+                                                 [namespace, *self.network_policies, *self.create_only])
+        self.admin_secret = self._admin_kubeconfig_secret(name, management_provider)
+        self.kubeconfig = pulumi.Output.secret(self.admin_secret.data.apply(decode_admin_kubeconfig))
+        self.endpoint = pulumi.Output.unsecret(self.kubeconfig.apply(api_server_url))
+        self.control_plane_uid = self.admin_secret.metadata.apply(
+            lambda meta: control_plane_uid(meta, pulumi.runtime.is_dry_run()))
+        # Kamaji authorizes the admin credentials a while after the TCP is Ready;
+        # nothing is created inside the tenant before they are (kamaji_hami_platform/readiness.py).
+        self.admin_access = local.Command(
+            f"{name}-admin-access",
+            create=readiness.tenant_admin_access_script(tenant, management_settings),
+            environment={node_join.KUBECONFIG_ENV: self.kubeconfig},
+            triggers=[self.control_plane_uid],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.control_plane]))
+        self.provider = kubernetes.Provider(
+            f"{name}-k8s", kubeconfig=self.kubeconfig,
+            # A changed ConfigMap is updated in place, never deleted and re-created under its
+            # fixed name (the provider's default; provider/pkg/provider/diff.go, stable since
+            # pulumi-kubernetes 4.24.0): kube-proxy's keeps existing while its pods roll.
+            enable_config_map_mutable=True,
+            # Rotated admin certificates update the provider; only a new control
+            # plane (new UID) replaces it and the objects inside the tenant.
+            cluster_identifier=self.control_plane_uid.apply(lambda uid: f"{tenant.name}/{uid}"),
+            # Every resource of the tenant uses this provider, so all of them wait.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.admin_access]))
+
+        self.node_names = tenant.worker_names()
+        self.worker_image = self._worker_image(name, management_settings)
+        self.workers: list[local.Command] = []
+        for index in range(tenant.workers):
+            # One at a time: each worker waits for the one before it, so a change that
+            # replaces workers (version, spec, control plane) rolls through them and the
+            # tenant keeps its other nodes meanwhile.
+            self.workers.append(self._worker(node_join.Worker(tenant, index, management_settings),
+                                             previous=self.workers[-1:], network=network,
+                                             host_flags=host_flags))
+        # Everything inside the tenant goes with its control plane (its API and datastore).
+        self.on_tenant = pulumi.ResourceOptions(parent=self, provider=self.provider,
+                                                deleted_with=self.control_plane)
+        on_tenant = self.on_tenant
+        api_host_port = self.endpoint.apply(host_port)
+        self.cni = create_objects_with(
+            f"{name}-kindnet", lambda ep: tenant_addons.kindnet_objects(tenant, ep),
+            api_host_port, on_tenant)
+        self.kube_proxy = create_objects_with(
+            f"{name}-kube-proxy", lambda ep: tenant_addons.kube_proxy_objects(tenant, ep),
+            api_host_port, on_tenant)
+
+        self.register_outputs({
+            "endpoint": self.endpoint,
+            "kubeconfig": self.kubeconfig,
+            "nodeNames": self.node_names,
+        })
+
+    def _control_plane(self, name: str, on_management: pulumi.ResourceOptions,
+                       after: list[pulumi.Resource]) -> kubernetes.apiextensions.CustomResource:
+        tcp = tcp_render.tenant_control_plane(self.tenant)
+        timeout = f"{tcp_render.READY_TIMEOUT_MINUTES}m"
+        return kubernetes.apiextensions.CustomResource(
+            f"{name}-control-plane",
+            api_version=tcp["apiVersion"],
+            kind=tcp["kind"],
+            metadata=tcp["metadata"],
+            spec=tcp["spec"],
+            opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(
+                # Kamaji's webhooks fail closed, and the LoadBalancer address comes from MetalLB's
+                # pool: the component's own depends_on (the management cluster) makes it wait.
+                depends_on=after,
+                custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
+                # Replacing or deleting it deletes the tenant's datastore (Kamaji's finalizer):
+                # the engine refuses both, in preview too, until it is unprotected on purpose.
+                protect=True)),
+        )
+
+    def _admin_kubeconfig_secret(self, name: str,
+                                 provider: pulumi.Input[kubernetes.Provider]) -> kubernetes.core.v1.Secret:
+        secret_name = tcp_render.admin_kubeconfig_secret(self.tenant)
+        secret_id = self.control_plane.metadata.apply(
+            lambda _: f"{self.tenant.namespace}/{secret_name}")
+        return kubernetes.core.v1.Secret.get(
+            f"{name}-admin-kubeconfig", secret_id,
+            opts=pulumi.ResourceOptions(parent=self, provider=provider,
+                                        depends_on=[self.control_plane]))
+
+    def _worker_image(self, name: str, management: ManagementConfig) -> local.Command:
+        """The workers' image, pulled before any worker is replaced (a new version's image that
+        cannot be pulled fails here, with every old worker still running)."""
+        image = node_join.Worker(self.tenant, 0, management).image
+        return local.Command(
+            f"{name}-worker-image",
+            create=node_join.image_pull_script(image),
+            triggers=[image],
+            opts=pulumi.ResourceOptions(parent=self))
+
+    def _worker(self, worker: node_join.Worker, previous: list[local.Command],
+                network: local.Command | None, host_flags: pulumi.Input[str]) -> local.Command:
+        return local.Command(
+            worker.name,
+            create=node_join.create_script(worker),
+            delete=node_join.delete_script(worker),
+            interpreter=["/bin/bash", "-c"],
+            environment={node_join.KUBECONFIG_ENV: self.kubeconfig,
+                         docker_host.HOST_FLAGS_ENV: host_flags},
+            # stdout and stderr carry only redacted text; stdout is secret anyway.
+            logging=local.Logging.STDERR,
+            # A new control plane (new UID, new CA) replaces the worker: it joins
+            # the new one instead of staying "already joined" to the old.
+            # A changed container specification (flags, image, network) replaces it too:
+            # for a joined worker the create script alone changes nothing.
+            triggers=[worker.name, worker.image, worker.management.docker_network,
+                      self.control_plane_uid,
+                      node_join.container_spec_hash(worker, docker_host.environment_digest(os.environ)),
+                      host_flags],
+            opts=pulumi.ResourceOptions(
+                parent=self, delete_before_replace=True,
+                additional_secret_outputs=["stdout"],
+                depends_on=[self.control_plane, self.admin_access, self.worker_image, *previous],
+                # Attached to the network: a new network (same name) needs it gone first.
+                replace_with=[network] if network is not None else None),
+        )

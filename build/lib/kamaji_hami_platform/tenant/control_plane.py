@@ -1,0 +1,164 @@
+"""The TenantControlPlane of a tenant, rendered by one pure function.
+
+Field names and defaults follow the Kamaji CRD at tag 26.8.2-edge
+(kamaji.clastix.io/v1alpha1; clastix/kamaji 26.8.2-edge
+api/v1alpha1/tenantcontrolplane_types.go, charts/kamaji/crds/).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kamaji_hami_platform import names
+from kamaji_hami_platform.config import TenantConfig
+from kamaji_hami_platform.create_only import CreateOnlySetting
+
+API_VERSION = "kamaji.clastix.io/v1alpha1"
+KIND = "TenantControlPlane"
+DATASTORE = "default"
+API_PORT = 6443
+KONNECTIVITY_PORT = 8132
+READY_JSONPATH = "{.status.kubernetesResources.version.status}"
+# Kamaji writes the running version only when the control plane is Ready at the spec's version
+# (26.8.2-edge internal/resources/k8s_deployment_resource.go UpdateTenantControlPlaneStatus):
+# without it, an upgrade's update would be "Ready" with the old version still running.
+VERSION_JSONPATH = "{.status.kubernetesResources.version.version}"
+READY_TIMEOUT_MINUTES = 15
+
+# The CRD's default `admissionControllers`; setting the field replaces it, so
+# the whole list is repeated with NodeRestriction (which kubeadm enables and
+# Kamaji does not) added.
+KAMAJI_DEFAULT_ADMISSION_CONTROLLERS = (
+    "CertificateApproval", "CertificateSigning", "CertificateSubjectRestriction",
+    "DefaultIngressClass", "DefaultStorageClass", "DefaultTolerationSeconds", "LimitRanger",
+    "MutatingAdmissionWebhook", "NamespaceLifecycle", "PersistentVolumeClaimResize", "Priority",
+    "ResourceQuota", "RuntimeClass", "ServiceAccount", "StorageObjectInUseProtection",
+    "TaintNodesByCondition", "ValidatingAdmissionWebhook",
+)
+ADMISSION_CONTROLLERS = (*KAMAJI_DEFAULT_ADMISSION_CONTROLLERS, "NodeRestriction")
+
+# kindest/node configures containerd with the systemd cgroup driver; the
+# kubelet must match it. The other patches are what kind itself applies to its
+# nodes: swap present on the host must not stop the kubelet (the platform
+# never runs `swapoff` on the user's machine), and a laptop's nearly full disk
+# must not evict tenant pods.
+#
+# Every patch is `add`, never `replace`: Kamaji (26.8.2-edge,
+# internal/kubeadm/uploadconfig.go getKubeletConfigmapContent) defaults a
+# KubeletConfiguration, sets `cgroupDriver` from the deprecated
+# `kubelet.cgroupfs` field ("" when unset, so the omitempty member is absent),
+# serializes it to JSON and applies these patches with evanphx/json-patch v5.
+# RFC 6902 `replace` of an absent member is an error, Kamaji then never uploads
+# the kubelet-config ConfigMap and `kubeadm join` fails; `add` sets a member
+# whether or not it exists (upstream fixed its own sample so: clastix/kamaji#1310).
+KUBELET_CGROUP_DRIVER = "systemd"
+KUBELET_CONFIGURATION_PATCHES = (
+    {"op": "add", "path": "/cgroupDriver", "value": KUBELET_CGROUP_DRIVER},
+    {"op": "add", "path": "/failSwapOn", "value": False},
+    {"op": "add", "path": "/imageGCHighThresholdPercent", "value": 100},
+    {"op": "add", "path": "/evictionHard",
+     "value": {"imagefs.available": "0%", "nodefs.available": "0%", "nodefs.inodesFree": "0%"}},
+)
+
+
+def datastore_schema(tenant: TenantConfig) -> str:
+    """A predictable schema name per tenant (Kamaji's default is the TCP's UID).
+
+    It names the tenant's keys in kamaji-etcd for an operator; it does not carry
+    data across a replace: Kamaji's finalizer deletes the schema's keys when a
+    TCP is deleted (clastix/kamaji 26.8.2-edge,
+    internal/resources/datastore/datastore_setup.go, internal/datastore/etcd.go DeleteDB),
+    so a replaced control plane starts empty either way.
+    """
+    return tenant.name.replace("-", "_")
+
+
+def admin_kubeconfig_secret(tenant: TenantConfig) -> str:
+    return names.admin_kubeconfig_secret(tenant.name)
+
+
+def wait_for(tenant: TenantConfig) -> str:
+    """`pulumi.com/waitFor`: Ready at the tenant's version. A JSON array, which pulumi-kubernetes
+    awaits as all of its conditions (v4.32.0 provider/pkg/metadata/overrides.go ReadyCondition)."""
+    return json.dumps([f"jsonpath={READY_JSONPATH}=Ready",
+                       f"jsonpath={VERSION_JSONPATH}={tenant.kubernetes_version}"])
+
+
+def tenant_control_plane(tenant: TenantConfig) -> dict[str, Any]:
+    """The whole TenantControlPlane object for one tenant."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {
+            "name": tenant.name,
+            "namespace": tenant.namespace,
+            "annotations": {"pulumi.com/waitFor": wait_for(tenant)},
+        },
+        "spec": {
+            "dataStore": DATASTORE,
+            "dataStoreSchema": datastore_schema(tenant),
+            "controlPlane": {
+                "deployment": {"replicas": tenant.control_plane_replicas},
+                "service": {"serviceType": "LoadBalancer"},
+            },
+            "kubernetes": {
+                "version": tenant.kubernetes_version,
+                "kubelet": {
+                    "preferredAddressTypes": ["InternalIP", "ExternalIP", "Hostname"],
+                    "configurationJSONPatches": [dict(p) for p in KUBELET_CONFIGURATION_PATCHES],
+                },
+                "admissionControllers": list(ADMISSION_CONTROLLERS),
+            },
+            "networkProfile": {
+                "port": API_PORT,
+                "podCidrs": [tenant.pod_cidr],
+                "serviceCidrs": [tenant.service_cidr],
+                "dnsServiceIPs": [tenant.dns_service_ip],
+            },
+            # kube-proxy is deployed by the platform (kube_proxy.py), not by
+            # Kamaji's addon, which has no conntrack override (design §7).
+            "addons": {
+                "coreDNS": {},
+                "konnectivity": {
+                    "server": {"port": KONNECTIVITY_PORT},
+                    # Host network: the agent connects before the tenant CNI runs.
+                    "agent": {"mode": "DaemonSet", "hostNetwork": True},
+                },
+            },
+        },
+    }
+
+
+def create_only_settings(tenant: TenantConfig) -> tuple[CreateOnlySetting, ...]:
+    """What a tenant's running nodes keep from their join, so a change breaks them.
+
+    The controller-manager gives each node a pod range once (`spec.podCIDR` is immutable
+    on a Node), and the kubelet keeps the cluster DNS address (10th of the service CIDR)
+    it was configured with at join (kubelet-config, `clusterDNS`).
+    """
+    path = f"tenants[name={tenant.name}]"
+    return (
+        CreateOnlySetting("podCidr", f"{path}.podCidr",
+                          "every node keeps the pod range it was given at join, so its pods would "
+                          "get addresses outside the new range"),
+        CreateOnlySetting("serviceCidr", f"{path}.serviceCidr",
+                          "every kubelet keeps the DNS address it was given at join, and Services "
+                          "keep their addresses"),
+        # Defaults to the tenant's position in `tenants`: removing or inserting a tenant before it
+        # would move its workers' addresses, and the control plane would admit none of the old ones.
+        CreateOnlySetting("addressBlock", f"{path}.addressBlock",
+                          "its workers' fixed addresses and what its control plane admits are in it "
+                          "(the default is the tenant's position in tenants: pin it before removing "
+                          "or inserting a tenant ahead of this one)"),
+    )
+
+
+def create_only_values(tenant: TenantConfig) -> dict[str, str]:
+    return {"podCidr": tenant.pod_cidr, "serviceCidr": tenant.service_cidr,
+            "addressBlock": str(tenant.address_block)}
+
+
+def create_only_way_out(tenant: TenantConfig) -> str:
+    return (f"set the old value back, or recreate the tenant (it starts empty): make unprotect-tenant "
+            f"TENANT={tenant.name}, remove it from tenants and make up, then add it back and make up")

@@ -1,0 +1,99 @@
+"""NetworkPolicies that isolate a tenant's control plane in the management cluster.
+
+Default deny in both directions, then only what a TenantControlPlane needs
+(pod labels from clastix/kamaji 26.8.2-edge internal/constants/labels.go):
+
+- API (6443) and Konnectivity (8132) from exactly: the tenant's own workers (their fixed
+  addresses, one block of the Docker network per tenant:
+  kamaji_hami_platform/management/docker_network.py), the
+  host that runs Pulumi (the network's gateway), the Kamaji controller in `kamaji-system`, and
+  pods of the tenant's own namespace (in-namespace tooling, the isolation probe). Nothing else:
+  not another tenant's workers, nor pods of another tenant's cluster (they leave their worker
+  masqueraded to its address: kindnetd's masquerade), nor management pods.
+  This holds because kind's kube-network-policies (v0.8.0, in kindnetd at kind 20ccfc88)
+  judges a packet in the POSTROUTING hook at priority srcnat-5: after kube-proxy's DNAT of the
+  LoadBalancer address and before its masquerade (pkg/networkpolicy/controller.go), so it sees
+  the real client address. It accepts, before any policy, packets from sockets of root on the
+  kind node itself (`meta skuid 0`: the kubelet's probes, `docker exec` checks run there) and
+  established connections, and kindnetd lets packets through while it is not running
+  (`FailOpen: true`, kind images/kindnetd/cmd/kindnetd/main.go);
+- egress: control-plane pods to the datastore (kamaji-etcd, 2379) in `kamaji-system`; every pod
+  of the namespace to DNS and to its own control plane, and nowhere else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kamaji_hami_platform.config import ManagementConfig, TenantConfig
+from kamaji_hami_platform.management import docker_network
+from kamaji_hami_platform.management.render import KAMAJI_NAMESPACE
+from kamaji_hami_platform.tenant.control_plane import API_PORT, KONNECTIVITY_PORT
+
+TCP_POD_LABEL = "kamaji.clastix.io/name"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+DATASTORE_PORT = 2379
+DNS_PORT = 53
+DEFAULT_DENY = "default-deny"
+
+
+def _ports(*numbers: int, protocol: str = "TCP") -> list[dict[str, Any]]:
+    return [{"protocol": protocol, "port": number} for number in numbers]
+
+
+def _own_workers_and_host(tenant: TenantConfig, management: ManagementConfig) -> list[dict[str, Any]]:
+    """The tenant's block of worker addresses and the host (the Docker network's gateway)."""
+    network = docker_network.layout(management.docker_subnet)
+    return ([{"ipBlock": {"cidr": cidr}} for cidr in network.block_cidrs(tenant.address_block)]
+            + [{"ipBlock": {"cidr": f"{network.gateway}/32"}}])
+
+
+def _namespace(name: str) -> dict[str, Any]:
+    return {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: name}}}
+
+
+def _policy(tenant: TenantConfig, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": name, "namespace": tenant.namespace},
+        "spec": spec,
+    }
+
+
+def network_policies(tenant: TenantConfig, management: ManagementConfig) -> list[dict[str, Any]]:
+    """All NetworkPolicies of one tenant namespace, default deny first."""
+    control_plane = {"matchLabels": {TCP_POD_LABEL: tenant.name}}
+    return [
+        _policy(tenant, DEFAULT_DENY, {
+            "podSelector": {},
+            "policyTypes": ["Ingress", "Egress"],
+        }),
+        _policy(tenant, "allow-control-plane-ingress", {
+            "podSelector": control_plane,
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {"from": [*_own_workers_and_host(tenant, management), _namespace(KAMAJI_NAMESPACE),
+                          {"podSelector": {}}],
+                 "ports": _ports(API_PORT, KONNECTIVITY_PORT)},
+            ],
+        }),
+        _policy(tenant, "allow-control-plane-egress", {
+            "podSelector": control_plane,
+            "policyTypes": ["Egress"],
+            "egress": [
+                {"to": [_namespace(KAMAJI_NAMESPACE)], "ports": _ports(DATASTORE_PORT)},
+            ],
+        }),
+        _policy(tenant, "allow-namespace-egress", {
+            "podSelector": {},
+            "policyTypes": ["Egress"],
+            "egress": [
+                {"to": [{**_namespace("kube-system"),
+                         "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+                 "ports": _ports(DNS_PORT, protocol="UDP") + _ports(DNS_PORT)},
+                {"to": [{"podSelector": control_plane}],
+                 "ports": _ports(API_PORT, KONNECTIVITY_PORT)},
+            ],
+        }),
+    ]

@@ -1,0 +1,1 @@
+"""Operator tools: not components, run by hand or by the Makefile."""
