@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -299,7 +300,14 @@ def test_pip_install_into_a_fresh_venv_runs_the_example(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
-    install = subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(ROOT)],
+    # From a copy of what the package is made of: setuptools writes build/ and *.egg-info beside
+    # the sources, never into this checkout.
+    source = tmp_path / "source"
+    shutil.copytree(ROOT / "kamaji_hami_platform", source / "kamaji_hami_platform",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    install = subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(source)],
                              capture_output=True, text=True, timeout=900)
     assert install.returncode == 0, install.stderr[-3000:]
     workdir = tmp_path / "program"

@@ -1,1 +1,0 @@
-"""The management cluster: kind, cert-manager, MetalLB and Kamaji (`ManagementCluster`)."""

@@ -1,1 +1,0 @@
-"""Operator tools: not components, run by hand or by the Makefile."""
