@@ -7,7 +7,9 @@ same validator as the stack file (`kamaji_hami_platform.config`): a bad value is
 naming the component and the key, raised before the component creates anything.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: the component-provider analyzer (pulumi
+# provider/experimental/analyzer.py) reads these annotations with inspect.get_annotations, unevaluated,
+# and postponed ones would be bare strings it cannot follow.
 
 import dataclasses
 from collections.abc import Mapping
@@ -19,8 +21,8 @@ from kamaji_hami_platform import config as cfg
 class GpuModelSettings(TypedDict):
     """A GPU model as HAMi sees it (stack config `gpuModels.<name>`)."""
 
-    memory_mib: int
-    """Memory of one card, MiB."""
+    memory_miB: int  # spelled so that it camel-cases to the stack file's `memoryMiB`
+    """Memory of one card, MiB (`memoryMiB` in a stack file and in other languages)."""
     cores: int
     """Compute of one card (100 = the whole card)."""
     split_count: int
@@ -119,8 +121,11 @@ class ChartSource(TypedDict, total=False):
 
 
 def _camel(name: str) -> str:
+    """The stack file's spelling, by the rule of Pulumi's schema names (pulumi
+    provider/experimental/util.py `camel_case`: each later word's first letter raised, the rest
+    kept), so `memory_miB` is `memoryMiB` in both."""
     head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 # Keys whose values are user data (names of namespaces, resources, models), not settings.
@@ -196,9 +201,14 @@ def tenant_settings(tenant: cfg.TenantConfig) -> TenantSettings:
     return _settings_of(tenant)
 
 
+# Settings keys whose config field is spelled otherwise (GpuModel.memory_mib).
+_SETTINGS_KEYS = {"memory_mib": "memory_miB"}
+
+
 def gpu_model_settings(models: Mapping[str, cfg.GpuModel]) -> dict[str, GpuModelSettings]:
     """The stack's own GPU models (not the built-in ones) as settings."""
-    return {name: {key: value for key, value in _settings_of(model).items() if key != "name"}
+    return {name: {_SETTINGS_KEYS.get(field.name, field.name): getattr(model, field.name)
+                   for field in dataclasses.fields(model) if field.name != "name"}
             for name, model in models.items() if name not in cfg.BUILTIN_GPU_MODELS}
 
 

@@ -1,6 +1,8 @@
 """HamiNodePool: HAMi in a tenant and the (mock) GPUs of its workers (design §4)."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: the component-provider analyzer (pulumi
+# provider/experimental/analyzer.py) reads these annotations with inspect.get_annotations, unevaluated,
+# and postponed ones would be bare strings it cannot follow.
 
 from typing import Any, NotRequired, TypedDict
 
@@ -8,7 +10,7 @@ import pulumi
 import pulumi_kubernetes as kubernetes
 from pulumi_command import local
 
-from kamaji_hami_platform import versions
+from kamaji_hami_platform import references, versions
 from kamaji_hami_platform.config import TenantConfig
 from kamaji_hami_platform.gpu import render
 from kamaji_hami_platform.gpu.capacity import reference_request, tenant_capacity_summary
@@ -38,7 +40,7 @@ class HamiNodePoolArgs(TypedDict):
     """The management cluster's name: the mock cards' ids derive from it."""
     tenant_provider: pulumi.Input[kubernetes.Provider]
     """A provider for the tenant cluster (`KamajiTenant.provider`, or your own)."""
-    workers: list[local.Command]
+    workers: pulumi.Input[list[local.Command]]
     """The tenant's worker nodes, in order (`KamajiTenant.workers`): each node's registration waits
     for its worker and is replaced with it."""
     gpu_models: NotRequired[dict[str, GpuModelSettings]]
@@ -70,7 +72,7 @@ class HamiNodePool(pulumi.ComponentResource):
         tenant = tenant_config(args["tenant"], where, gpu_models(args.get("gpu_models"), where))
         reference_pod = reference_request(pod_shape(args.get("reference_pod"), where))
         cluster_name = args["cluster_name"]
-        workers = dict(zip(tenant.worker_names(), args["workers"], strict=True))
+        workers = references.by_name(tenant.worker_names(), args["workers"], where)
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.tenant: TenantConfig = tenant
         on_tenant = pulumi.ResourceOptions(parent=self, provider=args["tenant_provider"],
@@ -117,16 +119,19 @@ class HamiNodePool(pulumi.ComponentResource):
         self.register_outputs({"cards": self.cards, "capacity": self.capacity})
 
     @staticmethod
-    def _register_node(name: str, node: str, devices: list[GpuDevice], mock: bool, worker: local.Command,
+    def _register_node(name: str, node: str, devices: list[GpuDevice], mock: bool,
+                       worker: pulumi.Input[local.Command],
                        on_tenant: pulumi.ResourceOptions) -> kubernetes.core.v1.NodePatch:
         # A Patch owns only the fields it sets: destroy removes exactly the
         # label and annotation, never the node. A replaced worker is a new Node
         # (the old one is deleted with its container): the registration is
         # replaced with it, so the new Node gets its GPUs too.
         # Named after the pool since issue 20; the alias keeps the dev stack's `<node>-gpus`.
+        # A worker that arrives as an Output (from another language) only orders the registration.
         return kubernetes.core.v1.NodePatch(
             f"{name}-{node}",
             metadata=render.gpu_node_metadata(node, devices, mock),
             opts=pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(
-                depends_on=[worker], replace_with=[worker], aliases=[pulumi.Alias(name=f"{node}-gpus")])),
+                depends_on=[worker], replace_with=references.replaceable(worker),
+                aliases=[pulumi.Alias(name=f"{node}-gpus")])),
         )

@@ -1,6 +1,8 @@
 """ManagementCluster: kind, cert-manager, MetalLB and Kamaji (design §4)."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: the component-provider analyzer (pulumi
+# provider/experimental/analyzer.py) reads these annotations with inspect.get_annotations, unevaluated,
+# and postponed ones would be bare strings it cannot follow.
 
 from typing import Any, TypedDict
 
@@ -75,6 +77,11 @@ class ManagementCluster(pulumi.ComponentResource):
     """The MetalLB address range LoadBalancer services (tenant API servers) draw from."""
     host_flags: pulumi.Output[str]
     """The `docker run` flags this Docker host needs for a kind node (kind's own detection)."""
+    cluster: local.Command
+    """The command that runs the kind cluster: a tenant's `deleted_with`, so destroy skips what
+    goes with the cluster."""
+    network: local.Command
+    """The command that creates the platform's Docker network (a KamajiTenant's `management_network`)."""
 
     def __init__(self, name: str, args: ManagementClusterArgs,
                  opts: pulumi.ResourceOptions | None = None) -> None:

@@ -5,7 +5,9 @@ its admin kubeconfig and a provider for the tenant, kubeadm-joined worker
 containers, and the tenant's CNI (kindnet) and kube-proxy.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: the component-provider analyzer (pulumi
+# provider/experimental/analyzer.py) reads these annotations with inspect.get_annotations, unevaluated,
+# and postponed ones would be bare strings it cannot follow.
 
 import base64
 import os
@@ -17,7 +19,7 @@ import pulumi_kubernetes as kubernetes
 import yaml
 from pulumi_command import local
 
-from kamaji_hami_platform import docker_host, readiness
+from kamaji_hami_platform import docker_host, readiness, references
 from kamaji_hami_platform.config import ManagementConfig, TenantConfig
 from kamaji_hami_platform.create_only import create_only_guards
 from kamaji_hami_platform.kubernetes_objects import create_objects, create_objects_with
@@ -82,7 +84,7 @@ class KamajiTenantArgs(TypedDict):
     give them their addresses (defaults as a ManagementCluster's)."""
     host_flags: NotRequired[pulumi.Input[str]]
     """`docker run` flags this Docker host needs for a kind node (`ManagementCluster.host_flags`)."""
-    management_network: NotRequired[local.Command]
+    management_network: NotRequired[pulumi.Input[local.Command]]
     """The command that creates the Docker network (`ManagementCluster.network`): a new network
     replaces the workers attached to it."""
 
@@ -103,6 +105,8 @@ class KamajiTenant(pulumi.ComponentResource):
     """Provider for resources inside the tenant cluster."""
     node_names: list[str]
     """Names of the tenant's worker nodes (= container names)."""
+    workers: list[local.Command]
+    """The tenant's worker containers, in order (a HamiNodePool's `workers`)."""
 
     def __init__(self, name: str, args: KamajiTenantArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         where = f"KamajiTenant {name!r}"
@@ -223,7 +227,7 @@ class KamajiTenant(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self))
 
     def _worker(self, worker: node_join.Worker, previous: list[local.Command],
-                network: local.Command | None, host_flags: pulumi.Input[str]) -> local.Command:
+                network: pulumi.Input[local.Command] | None, host_flags: pulumi.Input[str]) -> local.Command:
         return local.Command(
             worker.name,
             create=node_join.create_script(worker),
@@ -244,7 +248,9 @@ class KamajiTenant(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self, delete_before_replace=True,
                 additional_secret_outputs=["stdout"],
-                depends_on=[self.control_plane, self.admin_access, self.worker_image, *previous],
-                # Attached to the network: a new network (same name) needs it gone first.
-                replace_with=[network] if network is not None else None),
+                depends_on=[self.control_plane, self.admin_access, self.worker_image, *previous,
+                            *([network] if isinstance(network, pulumi.Output) else [])],
+                # Attached to the network: a new network (same name) needs it gone first (given
+                # as an Output, from another language, the network only orders the worker).
+                replace_with=references.replaceable(network)),
         )
