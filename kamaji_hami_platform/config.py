@@ -61,18 +61,43 @@ HAMI_QUOTA_PREFIX = "limits.nvidia.com/"
 # (pkg/device/nvidia/device.go fitQuota), never applies there.
 WEBHOOK_EXCLUDED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 
-_DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_K8S_VERSION = re.compile(r"^v(\d+)\.(\d+)\.(\d+)$")
-_DURATION = re.compile(r"^(\d+)(s|m)$")
-_DOCKER_NETWORK = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
-_IMAGE = re.compile(r"^[a-z0-9.\-/:_]+:[A-Za-z0-9_.\-]+(@sha256:[a-f0-9]{64})?$")
+# Text rules, each one regex for both readers: the validator (re.fullmatch) and the JSON Schema
+# (`^(?:...)$`, ECMA-262). Hence no anchors and ASCII classes only: Python's `\d` takes any
+# Unicode digit and its `$` a trailing newline, ECMA's neither.
+DNS_1035 = "[a-z]([-a-z0-9]*[a-z0-9])?"
+DOCKER_NETWORK_NAME = "[a-zA-Z0-9][a-zA-Z0-9_.-]*"
+IMAGE_WITH_TAG = "[a-z0-9./:_-]+:[A-Za-z0-9_.-]+(@sha256:[a-f0-9]{64})?"
+# An image tag: no leading zeros (kindest/node:v1.035.0 does not exist).
+_NUMBER = "(0|[1-9][0-9]*)"
+K8S_VERSION_FORMAT = f"v{_NUMBER}\\.{_NUMBER}\\.{_NUMBER}"
+K8S_VERSION_SUPPORTED = (f"v{versions.KUBERNETES_MAJOR}\\.("
+                         + "|".join(str(minor) for minor in range(versions.TENANT_MIN_MINOR,
+                                                                  versions.TENANT_MAX_MINOR + 1))
+                         + f")\\.{_NUMBER}")
+# 1s..300s or 1m..5m (HAMi's node-lock expiry).
+DURATION_1S_TO_5M = "0*([1-9][0-9]?|[12][0-9][0-9]|300)s|0*[1-5]m"
+NVIDIA_PRODUCT = "[\\s\\S]*[Nn][Vv][Ii][Dd][Ii][Aa][\\s\\S]*"
+# What `_check_address_range` parses first: two parts joined by exactly one '-'.
+ADDRESS_RANGE_SHAPE = "[^-]*-[^-]*"
+_DURATION = re.compile("([0-9]+)(s|m)")
+_OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_QUAD = f"{_OCTET}(\\.{_OCTET}){{3}}"
+
+
+def cidr_pattern(min_prefix: int, max_prefix: int) -> str:
+    """What `ipaddress.ip_network` reads as an IPv4 network with a prefix in the bounds (an integer
+    prefix, leading zeros allowed), or with a written-out mask (its length is checked in code)."""
+    lengths = "|".join(str(length) for length in range(min_prefix, max_prefix + 1))
+    return f"{_QUAD}/(0*({lengths})|{_QUAD})"
 
 
 class ConfigError(ValueError):
     """The stack configuration is invalid; `problems` lists every finding."""
 
-    def __init__(self, problems: list[str]) -> None:
+    def __init__(self, problems: list[str], code_only: list[str] | None = None) -> None:
         self.problems = list(problems)
+        # The problems found by CODE_ONLY_RULES, which the JSON Schema cannot see.
+        self.code_only = list(code_only or ())
         super().__init__("invalid stack configuration:\n  - " + "\n  - ".join(self.problems))
 
 
@@ -110,7 +135,7 @@ class HamiSettings:
 
 def duration_seconds(text: str) -> int:
     """`5s` / `1m` (the durations the config accepts) in seconds; 0 for anything else."""
-    match = _DURATION.match(text)
+    match = _DURATION.fullmatch(text)
     return int(match.group(1)) * (60 if match.group(2) == "m" else 1) if match else 0
 
 
@@ -190,14 +215,219 @@ class PlatformConfig:
     reference_pod: PodShape = field(default_factory=PodShape)
 
 
+@dataclass(frozen=True)
+class Check:
+    """A rule on a string's text: a regex (see DNS_1035) and an optional length limit, with the
+    message (`{value!r}` for the value) the validator reports when the value breaks either."""
+
+    pattern: str
+    message: str
+    max_length: int | None = None
+
+    def passes(self, value: str) -> bool:
+        return (self.max_length is None or len(value) <= self.max_length) and bool(
+            re.fullmatch(self.pattern, value))
+
+
+@dataclass(frozen=True)
+class Field:
+    """One config key: what both the validator and the JSON Schema generator read.
+
+    `type` is a JSON Schema type. The validator checks string, integer and boolean keys itself
+    (`_read_section`); an object or array key is a section (`ref`, a `$defs` name) or map that its
+    own parse function reads. `in_code`: the key's checks need another key, so its parse function
+    does them (the schema still gets `checks`).
+    """
+
+    key: str
+    type: str
+    description: str
+    default: Any = None
+    required: bool = False
+    nullable: bool = False
+    minimum: int | None = None
+    maximum: int | None = None
+    enum: tuple[str, ...] = ()
+    checks: tuple[Check, ...] = ()
+    reserved: tuple[str, ...] = ()
+    reserved_message: str = ""
+    cidr_prefix: tuple[int, int] | None = None
+    ref: str | None = None
+    in_code: bool = False
+
+
+@dataclass(frozen=True)
+class Section:
+    """A mapping of the config with a fixed set of keys (unknown keys are refused)."""
+
+    name: str
+    description: str
+    fields: tuple[Field, ...]
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(f.key for f in self.fields)
+
+    def field(self, key: str) -> Field:
+        return next(f for f in self.fields if f.key == key)
+
+
+def _dns_check(max_length: int) -> Check:
+    return Check(DNS_1035, f"{{value!r}} is not a DNS-1035 label of at most {max_length} characters "
+                           "(lowercase letters, digits and '-', starting with a letter)", max_length)
+
+
+def _integer_field(key: str, description: str, default: int | None, minimum: int, maximum: int | None,
+                   required: bool = False) -> Field:
+    return Field(key, "integer", description, default=default, minimum=minimum, maximum=maximum,
+                 required=required)
+
+
+_MANAGEMENT_DEFAULTS = ManagementConfig()
+_HAMI_DEFAULTS = HamiSettings()
+_POD_DEFAULTS = PodShape()
+INT32_MAX = 2**31 - 1
+# The generated names (`<name>-worker-<n>`, `<name>-admin-kubeconfig`, kind's containers) must stay
+# valid names: 40 characters leave room for the longest suffix (names.py checks each).
+MAX_NAME_LENGTH = 40
+
+MANAGEMENT = Section("management", "The kind management cluster and the platform's Docker network.", (
+    Field("name", "string", "kind cluster name (DNS-1035 label)", default=_MANAGEMENT_DEFAULTS.name,
+          checks=(_dns_check(MAX_NAME_LENGTH),)),
+    Field("nodeImage", "string", "image of the management node (tag required, digest optional)",
+          default=_MANAGEMENT_DEFAULTS.node_image,
+          checks=(Check(IMAGE_WITH_TAG, "{value!r} must be an image with an explicit tag"),)),
+    Field("dockerNetwork", "string", "the platform's own Docker network, created before kind and removed "
+          "by make down", default=_MANAGEMENT_DEFAULTS.docker_network,
+          checks=(Check(DOCKER_NETWORK_NAME, "{value!r} is not a Docker network name"),)),
+    Field("dockerSubnet", "string", "IPv4 subnet of that network, /16 to /24 (workers' fixed addresses, "
+          "MetalLB)", default=_MANAGEMENT_DEFAULTS.docker_subnet,
+          cidr_prefix=(docker_network.MIN_PREFIX, docker_network.MAX_PREFIX)),
+    Field("metallbAddressRange", "string", "first-last IPv4 range for MetalLB, inside the last quarter of "
+          "dockerSubnet (default: that quarter's top 51 addresses)", nullable=True, in_code=True,
+          checks=(Check(ADDRESS_RANGE_SHAPE, "{value!r} must look like 172.30.255.200-172.30.255.250"),)),
+    _integer_field("kamajiEtcdReplicas", "kamaji-etcd replicas (1 is enough on a laptop)",
+                   _MANAGEMENT_DEFAULTS.kamaji_etcd_replicas, 1, 5),
+))
+
+GPU_MODEL = Section("gpuModel", "An extra GPU model as HAMi registers it.", (
+    _integer_field("memoryMiB", "memory of one card in MiB", None, 1, INT32_MAX, required=True),
+    _integer_field("cores", "compute of one card in percent", None, 1, 100, required=True),
+    _integer_field("splitCount", "how many pods may share one card", None, 1, 1024, required=True),
+    Field("product", "string", "the card's product string; must contain NVIDIA", required=True,
+          checks=(Check(NVIDIA_PRODUCT, "{value!r} must contain 'NVIDIA': HAMi only registers NVIDIA "
+                                        "devices whose type says so"),)),
+))
+
+HAMI = Section("hami", "HAMi scheduler settings of one tenant.", (
+    Field("gpuSchedulerPolicy", "string", "how HAMi picks a card: binpack or spread",
+          default=_HAMI_DEFAULTS.gpu_scheduler_policy, enum=GPU_POLICIES),
+    Field("nodeSchedulerPolicy", "string", "how HAMi picks a node: binpack or spread",
+          default=_HAMI_DEFAULTS.node_scheduler_policy, enum=NODE_POLICIES),
+    Field("nodeLockTimeout", "string", "HAMi node-lock expiry, 1s..5m",
+          default=_HAMI_DEFAULTS.node_lock_timeout,
+          checks=(Check(DURATION_1S_TO_5M, "{value!r} must be a duration like '5s' or '1m', "
+                                           "between 1s and 5m"),)),
+    _integer_field("schedulerReplicas", "HAMi scheduler pods (leader-elected)",
+                   _HAMI_DEFAULTS.scheduler_replicas, 1, 3),
+))
+
+GPUS = Section("gpus", "The GPUs each worker of a tenant carries.", (
+    Field("model", "string", "GPU model: built-in A100-80GB or one of gpuModels", required=True),
+    _integer_field("perWorker", "cards per worker (HAMi sorts up to 12 cards stably)", 1, 1,
+                   MAX_CARDS_PER_NODE),
+    Field("mock", "boolean", "register mock cards (no hardware)", default=True),
+))
+
+QUOTA_LIMITS = Section("gpuQuota", "GPU quota of one namespace of the tenant cluster.", tuple(
+    _integer_field(key, description, None, 0, None) for key, description in (
+        ("limits.nvidia.com/gpumem", "GPU memory in MiB (HAMi enforces it)"),
+        ("limits.nvidia.com/gpucores", "GPU cores in percent (HAMi enforces it)"),
+        ("requests.nvidia.com/gpu", "cards (Kubernetes counts the extended resource)"))))
+assert QUOTA_LIMITS.keys == QUOTA_KEYS
+# The namespaces of a tenant's gpuQuotas.
+QUOTA_NAMESPACE = _dns_check(63)
+
+TENANT = Section("tenant", "One tenant: its control plane, networks, workers and GPUs.", (
+    Field("name", "string", "DNS-1035 label: the namespace and TenantControlPlane name", required=True,
+          checks=(_dns_check(MAX_NAME_LENGTH),), reserved=RESERVED_NAMESPACES,
+          reserved_message="{value!r} is a namespace the management cluster uses"),
+    Field("kubernetesVersion", "string", f"v1.X.Y with X in {versions.TENANT_MIN_MINOR}.."
+          f"{versions.TENANT_MAX_MINOR} (Kamaji {versions.KAMAJI_IMAGE_TAG}); workers run "
+          "kindest/node:<this>",
+          required=True, checks=(
+              Check(K8S_VERSION_FORMAT, "{value!r} must look like v1.35.0 (the kindest/node and "
+                                        "registry.k8s.io/kube-scheduler tag format)"),
+              Check(K8S_VERSION_SUPPORTED, f"{{value!r}} is outside v1.{versions.TENANT_MIN_MINOR}-"
+                                           f"v1.{versions.TENANT_MAX_MINOR}, the range Kamaji "
+                                           f"{versions.KAMAJI_IMAGE_TAG} accepts"))),
+    _integer_field("controlPlaneReplicas", "API server pods", 1, 1, 5),
+    Field("podCidr", "string", "IPv4 pod CIDR, /8 to /22: one /24 per worker", required=True,
+          cidr_prefix=(8, 22)),
+    Field("serviceCidr", "string", "IPv4 service CIDR, /12 to /28", required=True, cidr_prefix=(12, 28)),
+    _integer_field("workers", "worker nodes, at most one per /24 of podCidr", 1, 0, names.MAX_WORKERS),
+    Field("gpus", "object", "the GPUs of each worker (none when absent)", nullable=True, ref=GPUS.name),
+    Field("hami", "object", "HAMi scheduler settings", nullable=True, ref=HAMI.name),
+    Field("gpuQuotas", "object", "namespace of the tenant cluster -> its GPU quota", nullable=True,
+          ref="gpuQuotas"),
+    Field("addressBlock", "integer", "which block of 128 worker addresses of the Docker network is this "
+          "tenant's (default: its position in tenants); create-only", minimum=0),
+))
+
+REFERENCE_POD = Section("referencePod", "A reference GPU workload for the capacity outputs.", (
+    _integer_field("gpumem", "GPU memory per pod in MiB", _POD_DEFAULTS.gpumem, 1, INT32_MAX),
+    _integer_field("gpucores", "GPU cores per pod in percent", _POD_DEFAULTS.gpucores, 0, 100),
+    _integer_field("gpu", "cards per pod", _POD_DEFAULTS.gpu, 1, MAX_CARDS_PER_NODE),
+))
+
+# The stack config's own keys (each `kamaji-hami-platform:<key>` in Pulumi.<stack>.yaml). Other keys of
+# the project namespace are not read, so not refused either.
+ROOT = Section("config", "The platform's keys of a stack's config.", (
+    Field("management", "object", "the kind management cluster", nullable=True, ref=MANAGEMENT.name),
+    Field("tenants", "array", "the tenants, at least one", required=True, ref=TENANT.name),
+    Field("gpuModels", "object", "extra GPU models by name (A100-80GB is built in)", nullable=True,
+          ref="gpuModels"),
+    Field("referencePod", "object", "workload shape for the capacity outputs", nullable=True,
+          ref=REFERENCE_POD.name),
+))
+SECTIONS = (MANAGEMENT, GPU_MODEL, HAMI, GPUS, QUOTA_LIMITS, TENANT, REFERENCE_POD)
+_TENANT_KEYS = TENANT.keys
+CONFIG_KEYS = ROOT.keys
+
+# Rules the JSON Schema cannot express: they compare keys, or read a value as more than text.
+# The validator tags each problem they find (ConfigError.code_only); the schema lists them.
+CODE_ONLY_RULES: Mapping[str, str] = {
+    "overlap": "CIDRs must not overlap each other or kind's own pod and service CIDRs "
+               f"({MANAGEMENT_POD_CIDR}, {MANAGEMENT_SERVICE_CIDR}); the dockerSubnet neither",
+    "address-block": "each tenant's addressBlock is its own and inside management.dockerSubnet",
+    "duplicate-name": "tenant names are unique",
+    "generated-names": "every name generated from management.name and tenant names (containers, "
+                       "Secrets, Services) stays valid",
+    "node-ranges": "workers fit the pod CIDR: one /24 each",
+    "gpus-without-workers": "a tenant with gpus has at least one worker",
+    "gpu-model": "gpus.model is built in or defined in gpuModels",
+    "address-range": "management.metallbAddressRange is two IPv4 addresses, in order, inside the last "
+                     "quarter of management.dockerSubnet",
+    "cidr-value": "a CIDR has no host bits set, and a written-out mask (a.b.c.d/255.255.0.0) is a valid "
+                  "mask within the prefix bounds",
+    "integral-float": "integers are written without a fraction (2, not 2.0: JSON Schema cannot tell "
+                      "them apart)",
+}
+
+
 class _Problems:
     """Collects problems so that all of them are reported at once."""
 
     def __init__(self) -> None:
         self.items: list[str] = []
+        self.code_only: list[str] = []
 
-    def add(self, path: str, message: str) -> None:
-        self.items.append(f"{path}: {message}")
+    def add(self, path: str, message: str, rule: str | None = None) -> None:
+        """`rule`: the CODE_ONLY_RULES key of a rule the JSON Schema cannot express."""
+        problem = f"{path}: {message}"
+        self.items.append(problem)
+        if rule is not None:
+            self.code_only.append(problem)
 
 
 def _is_int(value: Any) -> bool:
@@ -240,7 +470,9 @@ def _integer(obj: Mapping[str, Any], key: str, path: str, problems: _Problems,
         problems.add(f"{path}.{key}", "is required")
         return None
     if not _is_int(value):
-        problems.add(f"{path}.{key}", f"must be an integer, got {value!r}")
+        integral = isinstance(value, float) and value.is_integer()
+        problems.add(f"{path}.{key}", f"must be an integer, got {value!r}",
+                     "integral-float" if integral else None)
         return None
     if value < minimum or (maximum is not None and value > maximum):
         bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
@@ -250,46 +482,78 @@ def _integer(obj: Mapping[str, Any], key: str, path: str, problems: _Problems,
     return value
 
 
-def _dns_label(name: str | None, path: str, problems: _Problems, max_length: int = 63) -> None:
-    if name is None:
-        return
-    if len(name) > max_length or not _DNS_1035.match(name):
-        problems.add(path, f"{name!r} is not a DNS-1035 label of at most {max_length} "
-                           "characters (lowercase letters, digits and '-', starting with a letter)")
+def _boolean(obj: Mapping[str, Any], key: str, path: str, problems: _Problems, default: bool) -> bool | None:
+    value = obj.get(key, default)
+    if not isinstance(value, bool):
+        problems.add(f"{path}.{key}", f"must be true or false, got {value!r}")
+        return None
+    return value
 
 
 def _ipv4_network(value: str | None, path: str, problems: _Problems,
                   min_prefix: int, max_prefix: int) -> ipaddress.IPv4Network | None:
     if value is None:
         return None
+    # Text the schema's pattern accepts and ipaddress refuses: host bits or a written-out mask.
+    rule = "cidr-value" if re.fullmatch(cidr_pattern(min_prefix, max_prefix), value) else None
     try:
         network = ipaddress.ip_network(value, strict=True)
     except ValueError as error:
-        problems.add(path, f"{value!r} is not a valid CIDR ({error})")
+        problems.add(path, f"{value!r} is not a valid CIDR ({error})", rule)
         return None
     if not isinstance(network, ipaddress.IPv4Network):
         problems.add(path, f"{value!r} must be an IPv4 CIDR")
         return None
     if not min_prefix <= network.prefixlen <= max_prefix:
-        problems.add(path, f"{value!r} must have a prefix between /{min_prefix} and /{max_prefix}")
+        problems.add(path, f"{value!r} must have a prefix between /{min_prefix} and /{max_prefix}", rule)
         return None
     return network
 
 
-def _kubernetes_version(value: str | None, path: str, problems: _Problems) -> None:
-    if value is None:
-        return
-    match = _K8S_VERSION.match(value)
-    if not match:
-        problems.add(path, f"{value!r} must look like v1.35.0 (the kindest/node and "
-                           "registry.k8s.io/kube-scheduler tag format)")
-        return
-    major, minor = int(match.group(1)), int(match.group(2))
-    if major != versions.KUBERNETES_MAJOR or not (
-            versions.TENANT_MIN_MINOR <= minor <= versions.TENANT_MAX_MINOR):
-        problems.add(path, f"{value!r} is outside v1.{versions.TENANT_MIN_MINOR}-"
-                           f"v1.{versions.TENANT_MAX_MINOR}, the range Kamaji "
-                           f"{versions.KAMAJI_IMAGE_TAG} accepts")
+def _text_ok(spec: Field, value: str, path: str, problems: _Problems) -> bool:
+    """The string rules of a key: enum, checks (the first broken one reports), reserved words, CIDR."""
+    if spec.enum and value not in spec.enum:
+        problems.add(path, f"{value!r} must be one of {', '.join(spec.enum)}")
+        return False
+    broken = next((check for check in spec.checks if not check.passes(value)), None)
+    if broken is not None:
+        problems.add(path, broken.message.format(value=value))
+    reserved = value in spec.reserved
+    if reserved:
+        problems.add(path, spec.reserved_message.format(value=value))
+    if spec.cidr_prefix is not None:
+        return _ipv4_network(value, path, problems, *spec.cidr_prefix) is not None
+    return broken is None and not reserved
+
+
+def _read_value(obj: Mapping[str, Any], spec: Field, path: str, problems: _Problems,
+                default: Any) -> tuple[Any, bool]:
+    """(value, valid) of one string, integer or boolean key."""
+    if spec.type == "integer":
+        number = _integer(obj, spec.key, path, problems, default, spec.minimum or 0, spec.maximum)
+        return number, number is not None
+    if spec.type == "boolean":
+        flag = _boolean(obj, spec.key, path, problems, default)
+        return flag, flag is not None
+    text = _string(obj, spec.key, path, problems, default)
+    return text, text is not None and _text_ok(spec, text, f"{path}.{spec.key}", problems)
+
+
+def _read_section(obj: Mapping[str, Any], section: Section, path: str, problems: _Problems,
+                  defaults: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], set[str]]:
+    """Unknown keys, then every string, integer and boolean key of `section` by its Field: the
+    values (a default where absent) and the keys whose value is invalid."""
+    _unknown_keys(obj, section.keys, path, problems)
+    values: dict[str, Any] = {}
+    invalid: set[str] = set()
+    for spec in section.fields:
+        if spec.type in ("object", "array") or spec.in_code:
+            continue
+        default = (defaults or {}).get(spec.key, spec.default)
+        values[spec.key], valid = _read_value(obj, spec, path, problems, default)
+        if not valid:
+            invalid.add(spec.key)
+    return values, invalid
 
 
 def _parse_gpu_models(raw: Any, problems: _Problems) -> dict[str, GpuModel]:
@@ -299,65 +563,50 @@ def _parse_gpu_models(raw: Any, problems: _Problems) -> dict[str, GpuModel]:
         if name in BUILTIN_GPU_MODELS:
             problems.add(path, "redefines a built-in GPU model")
             continue
-        spec = _mapping(spec, path, problems)
-        _unknown_keys(spec, ("memoryMiB", "cores", "splitCount", "product"), path, problems)
-        memory = _integer(spec, "memoryMiB", path, problems, maximum=2**31 - 1)
-        cores = _integer(spec, "cores", path, problems, maximum=100)
-        split = _integer(spec, "splitCount", path, problems, maximum=1024)
-        product = _string(spec, "product", path, problems)
-        if product is not None and "nvidia" not in product.lower():
-            problems.add(f"{path}.product", f"{product!r} must contain 'NVIDIA': HAMi only "
-                                            "registers NVIDIA devices whose type says so")
-            product = None
-        if None not in (memory, cores, split, product):
-            models[str(name)] = GpuModel(str(name), memory, cores, split, product)  # type: ignore[arg-type]
+        values, invalid = _read_section(_mapping(spec, path, problems), GPU_MODEL, path, problems)
+        if not invalid:
+            models[str(name)] = GpuModel(str(name), values["memoryMiB"], values["cores"],
+                                         values["splitCount"], values["product"])
     return models
 
 
 def _parse_hami(raw: Any, path: str, problems: _Problems) -> HamiSettings:
-    obj = _mapping(raw, path, problems)
-    _unknown_keys(obj, ("gpuSchedulerPolicy", "nodeSchedulerPolicy", "nodeLockTimeout",
-                        "schedulerReplicas"), path, problems)
-    defaults = HamiSettings()
-    gpu = _string(obj, "gpuSchedulerPolicy", path, problems, defaults.gpu_scheduler_policy)
-    node = _string(obj, "nodeSchedulerPolicy", path, problems, defaults.node_scheduler_policy)
-    timeout = _string(obj, "nodeLockTimeout", path, problems, defaults.node_lock_timeout)
-    replicas = _integer(obj, "schedulerReplicas", path, problems, defaults.scheduler_replicas,
-                        maximum=3)
-    if gpu is not None and gpu not in GPU_POLICIES:
-        problems.add(f"{path}.gpuSchedulerPolicy", f"{gpu!r} must be one of {', '.join(GPU_POLICIES)}")
-    if node is not None and node not in NODE_POLICIES:
-        problems.add(f"{path}.nodeSchedulerPolicy",
-                     f"{node!r} must be one of {', '.join(NODE_POLICIES)}")
-    if timeout is not None and not 1 <= duration_seconds(timeout) <= 300:
-        problems.add(f"{path}.nodeLockTimeout",
-                     f"{timeout!r} must be a duration like '5s' or '1m', between 1s and 5m")
-    if None in (gpu, node, timeout, replicas):
-        return defaults
-    return HamiSettings(gpu, node, timeout, replicas)  # type: ignore[arg-type]
+    values, invalid = _read_section(_mapping(raw, path, problems), HAMI, path, problems)
+    if invalid:
+        return HamiSettings()
+    return HamiSettings(values["gpuSchedulerPolicy"], values["nodeSchedulerPolicy"],
+                        values["nodeLockTimeout"], values["schedulerReplicas"])
 
 
 def _parse_gpus(raw: Any, path: str, workers: int | None, models: Mapping[str, GpuModel],
                 problems: _Problems) -> GpuPool | None:
     if raw is None:
         return None
-    obj = _mapping(raw, path, problems)
-    _unknown_keys(obj, ("model", "perWorker", "mock"), path, problems)
-    model_name = _string(obj, "model", path, problems)
-    per_worker = _integer(obj, "perWorker", path, problems, default=1,
-                          maximum=MAX_CARDS_PER_NODE)
-    mock = obj.get("mock", True)
-    if not isinstance(mock, bool):
-        problems.add(f"{path}.mock", f"must be true or false, got {mock!r}")
+    values, invalid = _read_section(_mapping(raw, path, problems), GPUS, path, problems)
+    model_name = values["model"]
     model = models.get(model_name) if model_name is not None else None
     if model_name is not None and model is None:
         problems.add(f"{path}.model", f"unknown GPU model {model_name!r} "
-                                      f"(defined: {', '.join(sorted(models))})")
+                                      f"(defined: {', '.join(sorted(models))})", "gpu-model")
     if workers == 0:
-        problems.add(path, "GPUs are requested but the tenant has 0 workers")
-    if model is None or per_worker is None or not isinstance(mock, bool):
+        problems.add(path, "GPUs are requested but the tenant has 0 workers", "gpus-without-workers")
+    if model is None or invalid:
         return None
-    return GpuPool(model, per_worker, mock)
+    return GpuPool(model, values["perWorker"], values["mock"])
+
+
+def _quota_problem(namespace: Any, key: Any, value: Any) -> str | None:
+    if key in MISLEADING_QUOTA_KEYS:
+        return (f"is enforced by nobody (Kubernetes counts extended resources only as requests): "
+                f"use {MISLEADING_QUOTA_KEYS[key]}")
+    if str(key).startswith(HAMI_QUOTA_PREFIX) and namespace in WEBHOOK_EXCLUDED_NAMESPACES:
+        return (f"is enforced by nobody in {namespace}: HAMi's webhook skips that namespace, so its pods "
+                f"never reach HAMi's quota checks (requests.nvidia.com/gpu still applies)")
+    if key not in QUOTA_KEYS:
+        return f"is not a GPU quota key HAMi or Kubernetes enforces (allowed: {', '.join(QUOTA_KEYS)})"
+    if not _is_int(value) or value < QUOTA_LIMITS.field(key).minimum:
+        return f"must be a non-negative integer, got {value!r}"
+    return None
 
 
 def _parse_quotas(raw: Any, path: str, problems: _Problems) -> dict[str, dict[str, int]]:
@@ -365,32 +614,20 @@ def _parse_quotas(raw: Any, path: str, problems: _Problems) -> dict[str, dict[st
     quotas: dict[str, dict[str, int]] = {}
     for namespace, limits in _mapping(raw, path, problems).items():
         ns_path = f"{path}.{namespace}"
-        _dns_label(namespace if isinstance(namespace, str) else None, ns_path, problems)
+        if isinstance(namespace, str) and not QUOTA_NAMESPACE.passes(namespace):
+            problems.add(ns_path, QUOTA_NAMESPACE.message.format(value=namespace))
         quota: dict[str, int] = {}
         for key, value in _mapping(limits, ns_path, problems).items():
-            if key in MISLEADING_QUOTA_KEYS:
-                problems.add(f"{ns_path}.{key}", f"is enforced by nobody (Kubernetes counts "
-                                                 f"extended resources only as requests): use "
-                                                 f"{MISLEADING_QUOTA_KEYS[key]}")
-            elif key.startswith(HAMI_QUOTA_PREFIX) and namespace in WEBHOOK_EXCLUDED_NAMESPACES:
-                problems.add(f"{ns_path}.{key}", f"is enforced by nobody in {namespace}: HAMi's webhook "
-                                                 f"skips that namespace, so its pods never reach HAMi's "
-                                                 f"quota checks (requests.nvidia.com/gpu still applies)")
-            elif key not in QUOTA_KEYS:
-                problems.add(f"{ns_path}.{key}", f"is not a GPU quota key HAMi or Kubernetes "
-                                                 f"enforces (allowed: {', '.join(QUOTA_KEYS)})")
-            elif not _is_int(value) or value < 0:
-                problems.add(f"{ns_path}.{key}", f"must be a non-negative integer, got {value!r}")
-            else:
+            problem = _quota_problem(namespace, key, value)
+            if problem is None:
                 quota[key] = value
+            else:
+                integral = isinstance(value, float) and value.is_integer()
+                problems.add(f"{ns_path}.{key}", problem, "integral-float" if integral else None)
         if not quota and isinstance(limits, Mapping) and not limits:
             problems.add(ns_path, "must set at least one quota key")
         quotas[str(namespace)] = quota
     return quotas
-
-
-_TENANT_KEYS = ("name", "kubernetesVersion", "controlPlaneReplicas", "podCidr", "serviceCidr",
-                "workers", "gpus", "hami", "gpuQuotas", "addressBlock")
 
 
 def _parse_tenant(raw: Any, index: int, models: Mapping[str, GpuModel],
@@ -399,33 +636,23 @@ def _parse_tenant(raw: Any, index: int, models: Mapping[str, GpuModel],
     if not isinstance(raw, Mapping) or not raw:
         problems.add(path, "must be a non-empty mapping")
         return None
-    obj = raw
-    _unknown_keys(obj, _TENANT_KEYS, path, problems)
-    name = _string(obj, "name", path, problems)
-    # `<name>-worker-<n>` and `<name>-admin-kubeconfig` must stay valid names.
-    _dns_label(name, f"{path}.name", problems, max_length=40)
-    if name in RESERVED_NAMESPACES:
-        problems.add(f"{path}.name", f"{name!r} is a namespace the management cluster uses")
-    version = _string(obj, "kubernetesVersion", path, problems)
-    _kubernetes_version(version, f"{path}.kubernetesVersion", problems)
-    replicas = _integer(obj, "controlPlaneReplicas", path, problems, default=1, maximum=5)
-    pod_cidr = _string(obj, "podCidr", path, problems)
-    service_cidr = _string(obj, "serviceCidr", path, problems)
-    pod_net = _ipv4_network(pod_cidr, f"{path}.podCidr", problems, 8, 22)
-    service_net = _ipv4_network(service_cidr, f"{path}.serviceCidr", problems, 12, 28)
-    workers = _integer(obj, "workers", path, problems, default=1, minimum=0, maximum=names.MAX_WORKERS)
-    address_block = _integer(obj, "addressBlock", path, problems, default=index, minimum=0)
-    gpus = _parse_gpus(obj.get("gpus"), f"{path}.gpus", workers, models, problems)
-    hami = _parse_hami(obj.get("hami"), f"{path}.hami", problems)
-    quotas = _parse_quotas(obj.get("gpuQuotas"), f"{path}.gpuQuotas", problems)
-    if pod_net is not None and workers is not None:
-        _check_node_ranges(pod_net, workers, path, problems)
-    if None in (name, version, replicas, pod_net, service_net, workers, address_block):
+    values, invalid = _read_section(raw, TENANT, path, problems, defaults={"addressBlock": index})
+    workers = values["workers"]
+    gpus = _parse_gpus(raw.get("gpus"), f"{path}.gpus", workers, models, problems)
+    hami = _parse_hami(raw.get("hami"), f"{path}.hami", problems)
+    quotas = _parse_quotas(raw.get("gpuQuotas"), f"{path}.gpuQuotas", problems)
+    if "podCidr" not in invalid and workers is not None:
+        _check_node_ranges(ipaddress.ip_network(values["podCidr"]), workers, path, problems)
+    # A name or version that breaks a text rule still builds the tenant, so that the names
+    # generated from it are checked too; a missing value or a bad CIDR or number does not.
+    missing = {key for key in invalid if values[key] is None}
+    if missing or invalid & {"podCidr", "serviceCidr"}:
         return None
-    if "gpus" in obj and gpus is None:
+    if raw.get("gpus") is not None and gpus is None:
         return None
-    return TenantConfig(name, version, replicas, pod_cidr, service_cidr, workers,  # type: ignore[arg-type]
-                        gpus, hami, quotas, address_block)  # type: ignore[arg-type]
+    return TenantConfig(values["name"], values["kubernetesVersion"], values["controlPlaneReplicas"],
+                        values["podCidr"], values["serviceCidr"], workers, gpus, hami, quotas,
+                        values["addressBlock"])
 
 
 def _check_node_ranges(pod_net: ipaddress.IPv4Network, workers: int, path: str,
@@ -437,7 +664,7 @@ def _check_node_ranges(pod_net: ipaddress.IPv4Network, workers: int, path: str,
                                         f"/{NODE_POD_CIDR_PREFIX}, but podCidr {pod_net} holds "
                                         f"only {ranges}: use at most {ranges} workers (a running "
                                         "tenant keeps its podCidr; only a new tenant can take a "
-                                        "larger one)")
+                                        "larger one)", "node-ranges")
 
 
 def _check_address_blocks(tenants: list[TenantConfig], management: ManagementConfig,
@@ -450,10 +677,10 @@ def _check_address_blocks(tenants: list[TenantConfig], management: ManagementCon
         if tenant.address_block >= blocks:
             problems.add(path, f"{tenant.address_block} is outside 0..{blocks - 1}: "
                                f"management.dockerSubnet {management.docker_subnet} holds {blocks} "
-                               "tenants' worker addresses; use a larger subnet")
+                               "tenants' worker addresses; use a larger subnet", "address-block")
         elif tenant.address_block in owner:
             problems.add(path, f"{tenant.address_block} is also {owner[tenant.address_block]}'s: "
-                               "each tenant needs its own")
+                               "each tenant needs its own", "address-block")
         else:
             owner[tenant.address_block] = f"tenants[{index}] ({tenant.name})"
 
@@ -467,14 +694,14 @@ def _check_overlaps(tenants: list[TenantConfig], management: ManagementConfig,
     docker_subnet = ipaddress.ip_network(management.docker_subnet)
     for owner, other in claimed:
         if docker_subnet.overlaps(other):
-            problems.add("management.dockerSubnet", f"{docker_subnet} overlaps {owner} ({other})")
+            problems.add("management.dockerSubnet", f"{docker_subnet} overlaps {owner} ({other})", "overlap")
     claimed.append(("management.dockerSubnet", docker_subnet))
     for index, tenant in enumerate(tenants):
         for key, cidr in (("podCidr", tenant.pod_cidr), ("serviceCidr", tenant.service_cidr)):
             network = ipaddress.ip_network(cidr)
             for owner, other in claimed:
                 if network.overlaps(other):
-                    problems.add(f"tenants[{index}].{key}", f"{cidr} overlaps {owner} ({other})")
+                    problems.add(f"tenants[{index}].{key}", f"{cidr} overlaps {owner} ({other})", "overlap")
             claimed.append((f"tenants[{index}].{key}", network))
 
 
@@ -488,65 +715,58 @@ def _check_generated_names(management: ManagementConfig, raw_tenants: list[Any],
     shapes = [names.TenantShape(f"tenants[{index[t.name]}].name", t.name, t.workers, t.gpus is not None)
               for t in tenants]
     for path, problem in names.check(management.name, shapes):
-        problems.add(path, problem)
+        problems.add(path, problem, "generated-names")
+
+
+def _check_duplicate_names(raw_tenants: list[Any], problems: _Problems) -> None:
+    seen: dict[str, int] = {}
+    for index, raw_tenant in enumerate(raw_tenants):
+        name = raw_tenant.get("name") if isinstance(raw_tenant, Mapping) else None
+        if isinstance(name, str) and name in seen:
+            problems.add(f"tenants[{index}].name",
+                         f"duplicate tenant name {name!r} (also tenants[{seen[name]}])", "duplicate-name")
+        elif isinstance(name, str):
+            seen[name] = index
 
 
 def _parse_management(raw: Any, problems: _Problems) -> ManagementConfig:
     obj = _mapping(raw, "management", problems)
-    _unknown_keys(obj, ("name", "nodeImage", "dockerNetwork", "dockerSubnet", "metallbAddressRange",
-                        "kamajiEtcdReplicas"), "management", problems)
-    defaults = ManagementConfig()
-    name = _string(obj, "name", "management", problems, defaults.name)
-    _dns_label(name, "management.name", problems, max_length=40)
-    image = _string(obj, "nodeImage", "management", problems, defaults.node_image)
-    if image is not None and not _IMAGE.match(image):
-        problems.add("management.nodeImage", f"{image!r} must be an image with an explicit tag")
-    network = _string(obj, "dockerNetwork", "management", problems, defaults.docker_network)
-    if network is not None and not _DOCKER_NETWORK.match(network):
-        problems.add("management.dockerNetwork", f"{network!r} is not a Docker network name")
-    subnet = _string(obj, "dockerSubnet", "management", problems, defaults.docker_subnet)
-    subnet_net = _ipv4_network(subnet, "management.dockerSubnet", problems,
-                               docker_network.MIN_PREFIX, docker_network.MAX_PREFIX)
+    values, invalid = _read_section(obj, MANAGEMENT, "management", problems)
     address_range = obj.get("metallbAddressRange")
-    if address_range is not None and subnet_net is not None:
-        _check_address_range(address_range, docker_network.layout(str(subnet_net)), problems)
-    etcd = _integer(obj, "kamajiEtcdReplicas", "management", problems,
-                    default=defaults.kamaji_etcd_replicas, maximum=5)
-    if None in (name, image, network, subnet_net, etcd):
-        return defaults
-    return ManagementConfig(name, image, network, subnet, address_range, etcd)  # type: ignore[arg-type]
+    if address_range is not None and "dockerSubnet" not in invalid:
+        _check_address_range(address_range, docker_network.layout(values["dockerSubnet"]), problems)
+    # As for a tenant: a name that breaks its text rule still counts for the generated names.
+    if "dockerSubnet" in invalid or any(values[key] is None for key in invalid):
+        return ManagementConfig()
+    return ManagementConfig(values["name"], values["nodeImage"], values["dockerNetwork"],
+                            values["dockerSubnet"], address_range, values["kamajiEtcdReplicas"])
 
 
 def _check_address_range(value: Any, layout: docker_network.NetworkLayout, problems: _Problems) -> None:
     path = "management.metallbAddressRange"
-    if not isinstance(value, str) or value.count("-") != 1:
-        problems.add(path, f"{value!r} must look like 172.30.255.200-172.30.255.250")
+    shape = MANAGEMENT.field("metallbAddressRange").checks[0]
+    if not isinstance(value, str) or not shape.passes(value):
+        problems.add(path, shape.message.format(value=value))
         return
     try:
         first, last = docker_network.parse_range(value)
     except ValueError:
-        problems.add(path, f"{value!r} must be two IPv4 addresses joined by '-'")
+        problems.add(path, f"{value!r} must be two IPv4 addresses joined by '-'", "address-range")
         return
     if first > last:
-        problems.add(path, f"{value!r} starts after it ends")
+        problems.add(path, f"{value!r} starts after it ends", "address-range")
     elif not (first in layout.pool_quarter and last in layout.pool_quarter):
         problems.add(path, f"{value!r} must lie in {layout.pool_quarter}, the last quarter of "
                            f"management.dockerSubnet: the quarters before it are Docker's own "
-                           "addresses (the kind node) and the workers' fixed addresses")
+                           "addresses (the kind node) and the workers' fixed addresses", "address-range")
 
 
 def _parse_reference_pod(raw: Any, problems: _Problems) -> PodShape:
-    obj = _mapping(raw, "referencePod", problems)
-    _unknown_keys(obj, ("gpumem", "gpucores", "gpu"), "referencePod", problems)
-    defaults = PodShape()
-    gpumem = _integer(obj, "gpumem", "referencePod", problems, defaults.gpumem,
-                      maximum=2**31 - 1)
-    gpucores = _integer(obj, "gpucores", "referencePod", problems, defaults.gpucores,
-                        minimum=0, maximum=100)
-    gpu = _integer(obj, "gpu", "referencePod", problems, defaults.gpu, maximum=MAX_CARDS_PER_NODE)
-    if None in (gpumem, gpucores, gpu):
-        return defaults
-    return PodShape(gpumem, gpucores, gpu)  # type: ignore[arg-type]
+    values, invalid = _read_section(_mapping(raw, "referencePod", problems), REFERENCE_POD, "referencePod",
+                                    problems)
+    if invalid:
+        return PodShape()
+    return PodShape(values["gpumem"], values["gpucores"], values["gpu"])
 
 
 def parse_config(raw: Mapping[str, Any]) -> PlatformConfig:
@@ -565,24 +785,14 @@ def parse_config(raw: Mapping[str, Any]) -> PlatformConfig:
         tenant = _parse_tenant(raw_tenant, index, models, problems)
         if tenant is not None:
             tenants.append(tenant)
-    seen: dict[str, int] = {}
-    for index, raw_tenant in enumerate(raw_tenants):
-        name = raw_tenant.get("name") if isinstance(raw_tenant, Mapping) else None
-        if isinstance(name, str) and name in seen:
-            problems.add(f"tenants[{index}].name",
-                         f"duplicate tenant name {name!r} (also tenants[{seen[name]}])")
-        elif isinstance(name, str):
-            seen[name] = index
+    _check_duplicate_names(raw_tenants, problems)
     _check_overlaps(tenants, management, problems)
     _check_address_blocks(tenants, management, problems)
     _check_generated_names(management, raw_tenants, tenants, problems)
     reference_pod = _parse_reference_pod(raw.get("referencePod"), problems)
     if problems.items:
-        raise ConfigError(problems.items)
+        raise ConfigError(problems.items, problems.code_only)
     return PlatformConfig(management, tuple(tenants), models, reference_pod)
-
-
-CONFIG_KEYS = ("management", "tenants", "gpuModels", "referencePod")
 
 
 def load_config() -> PlatformConfig:

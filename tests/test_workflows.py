@@ -62,11 +62,17 @@ def test_ci_script_runs_the_readme_test_command():
     assert readme_test_command() in (ROOT / ".ci" / "run").read_text()
 
 
-def test_preview_workflow_previews_dev_with_the_policy_pack_and_comments():
+PREVIEWED_STACKS = ["dev", "ci"]
+
+
+def test_preview_workflow_previews_each_example_stack_with_the_policy_pack_and_comments():
     workflow = load("preview.yml")
     assert set(workflow["on"]) == {"pull_request"}
+    strategy = workflow["jobs"]["preview"]["strategy"]
+    assert strategy["matrix"]["stack"] == PREVIEWED_STACKS and strategy["fail-fast"] is False
+    assert all((ROOT / f"Pulumi.{stack}.yaml").is_file() for stack in PREVIEWED_STACKS)
     pulumi = action(workflow, "preview", "pulumi/actions@v7")["with"]
-    assert pulumi["command"] == "preview" and pulumi["stack-name"] == "dev"
+    assert pulumi["command"] == "preview" and pulumi["stack-name"] == "${{ matrix.stack }}"
     assert pulumi["policyPacks"] == "policy" and pulumi["comment-on-pr"] is True
     assert pulumi["diff"] is True and pulumi["upsert"] is True
     assert workflow["permissions"]["pull-requests"] == "write"
@@ -114,13 +120,14 @@ def test_e2e_workflow_requires_a_stack_so_it_never_passes_with_everything_skippe
 
 def test_preview_needs_no_repository_secret_so_fork_pull_requests_preview_too():
     """A pull request from a fork gets no secrets: the backend is a throwaway file:// folder on the
-    runner and the passphrase a dummy (the dev stack's config holds no secret value)."""
+    runner and the passphrase a dummy (no previewed stack's config holds a secret value)."""
     workflow = load("preview.yml")
     pulumi = action(workflow, "preview", "pulumi/actions@v7")["with"]
     assert pulumi["cloud-url"].startswith("file://${{ runner.temp }}")
     text = (WORKFLOWS / "preview.yml").read_text()
     assert "secrets." not in text.replace("secrets.GITHUB_TOKEN", "")
-    assert "secure:" not in (ROOT / "Pulumi.dev.yaml").read_text()
+    for stack in PREVIEWED_STACKS:
+        assert "secure:" not in (ROOT / f"Pulumi.{stack}.yaml").read_text()
 
 
 @pytest.mark.parametrize(("prefix", "major"), [
