@@ -77,7 +77,7 @@ def test_one_control_plane_and_one_worker(ci_program):
 
 
 def test_kamaji_etcd_runs_one_replica(ci_program):
-    assert ci_program.named("kamaji").inputs["values"]["kamaji-etcd"]["replicas"] == 1
+    assert ci_program.named("management-kamaji").inputs["values"]["kamaji-etcd"]["replicas"] == 1
 
 
 def test_kind_and_the_worker_use_the_ci_network(ci_program):
