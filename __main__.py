@@ -30,9 +30,9 @@ tenants = {
     tenant.name: KamajiTenant(
         tenant.name,
         KamajiTenantArgs(tenant=tenant_settings(tenant), management=management_settings(platform.management),
-                         management_provider=management.provider, host_flags=management.host_flags,
-                         management_network=management.network),
-        opts=pulumi.ResourceOptions(depends_on=[management], deleted_with=management.cluster))
+                         management_provider=management.provider, management_cluster=management.cluster,
+                         host_flags=management.host_flags, management_network=management.network),
+        opts=pulumi.ResourceOptions(depends_on=[management]))
     for tenant in platform.tenants
 }
 gpu_pools = {

@@ -33,3 +33,9 @@ def replaceable(*resources: pulumi.Input[pulumi.Resource] | None) -> list[pulumi
     """The resources `replace_with` can name: those given as resources, not as Outputs."""
     plain = [resource for resource in resources if isinstance(resource, pulumi.Resource)]
     return plain or None
+
+
+def resource_or_none(resource: pulumi.Input[pulumi.Resource] | None) -> pulumi.Resource | None:
+    """A resource `deleted_with` can name: given as a resource, not as an Output (which only
+    another language's program passes; the option is then left out)."""
+    return resource if isinstance(resource, pulumi.Resource) else None

@@ -71,7 +71,9 @@ class TenantSettings(TypedDict):
     workers: NotRequired[int]
     """Worker nodes (default 1)."""
     address_block: NotRequired[int]
-    """Which block of the Docker network's worker addresses is the tenant's (default: its position)."""
+    """Which block of the Docker network's worker addresses is the tenant's (in a stack file its
+    position by default; for a component 0 by default, and each tenant of one management cluster
+    needs its own: a KamajiTenant refuses a block another of the program holds)."""
     gpus: NotRequired[GpuPoolSettings]
     """The cards of each worker; none without it."""
     hami: NotRequired[HamiSettingsArgs]
@@ -132,10 +134,26 @@ def _camel(name: str) -> str:
 _VERBATIM = frozenset({"gpu_quotas"})
 
 
+def _number(value: Any) -> Any:
+    """A whole float as the integer it stands for. Pulumi's wire has one number type: an integer
+    another language passes arrives as a float (pulumi sdk/python/lib/pulumi/runtime/rpc.py
+    `deserialize_properties`), and the component provider hands it on as one (provider/experimental/
+    component.py `map_input_properties` converts, then assigns the float again). A stack file's
+    2.0 stays refused: only settings given to a component are read this way."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {key: _number(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_number(item) for item in value]
+    return value
+
+
 def to_config(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """Settings in the stack file's spelling (`docker_subnet` -> `dockerSubnet`), recursively."""
-    return {_camel(key): (dict(value) if key in _VERBATIM
-                          else to_config(value) if isinstance(value, Mapping) else value)
+    """Settings in the stack file's spelling (`docker_subnet` -> `dockerSubnet`), recursively,
+    whole floats read as integers."""
+    return {_camel(key): (_number(dict(value)) if key in _VERBATIM
+                          else to_config(value) if isinstance(value, Mapping) else _number(value))
             for key, value in settings.items()}
 
 

@@ -125,8 +125,22 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
     def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
         super().__init__(mocks)
         self.registrations: list[Registration] = []
+        self.options_by_urn: dict[str, dict[str, Any]] = {}
+
+    def _inherit(self, request: Any, options: dict[str, Any]) -> dict[str, Any]:
+        """What the engine adds from the parent's goal (pulumi v3.276.0 pkg/resource/deploy/
+        source_eval.go `inheritFromParent`: DeletedWith and RetainOnDelete when the child sets
+        none; the SDK has already applied protect and providers)."""
+        parent = self.options_by_urn.get(getattr(request, "parent", ""), {})
+        if "deletedWith" in options and not options["deletedWith"]:
+            options["deletedWith"] = parent.get("deletedWith", "")
+        if "retainOnDelete" in options and not options["retainOnDelete"]:
+            options["retainOnDelete"] = parent.get("retainOnDelete", False)
+        return options
 
     def _record(self, request: Any, response: Any, custom: bool, options: dict[str, Any]) -> None:
+        options = self._inherit(request, options)
+        self.options_by_urn[response.urn] = options
         wire = json_format.MessageToDict(request.object if hasattr(request, "object")
                                          else request.properties)
         inputs = _plain(wire)

@@ -47,8 +47,10 @@ The model knows the options above and `replace_on_changes` (a changed value at o
 paths replaces: the engine's `applyReplaceOnChanges`). A program that uses one it does not
 model (`ignore_changes`, `replacement_trigger`, `import`, `aliases`, `hide_diffs`) makes
 `plan` raise, instead of planning something the engine would not.
-Options a child inherits from its parent (protect, providers) arrive already applied in
-each registration (pulumi sdk/python/lib/pulumi/resource.py), so the model sees them.
+Options a child inherits from its parent arrive already applied in each registration: protect
+and providers by the SDK (pulumi sdk/python/lib/pulumi/resource.py), deleted_with and
+retain_on_delete as the engine adds them (tests/harness.py, after source_eval.go
+`inheritFromParent`), so the model sees them.
 
 Steps come in the order the program registers resources, which follows dependencies; the
 order between steps of independent resources is not the engine's (it runs those in

@@ -149,8 +149,12 @@ class TestSchemaOverGrpc:
     def test_kamaji_tenant(self, schema):
         resource = _resource(schema, "KamajiTenant")
         inputs = resource["inputProperties"]
-        assert set(inputs) == {"tenant", "managementProvider", "management", "hostFlags", "managementNetwork"}
-        assert sorted(resource["requiredInputs"]) == ["managementProvider", "tenant"]
+        assert set(inputs) == {"tenant", "managementProvider", "managementKubeconfig", "managementCluster",
+                               "management", "hostFlags", "managementNetwork"}
+        # One of managementProvider and managementKubeconfig: checked by the component.
+        assert sorted(resource["requiredInputs"]) == ["tenant"]
+        assert inputs["managementKubeconfig"]["type"] == "string"
+        assert inputs["managementCluster"]["$ref"] == COMMAND
         assert inputs["tenant"]["$ref"] == _type_ref("TenantSettings")
         assert inputs["management"]["$ref"] == _type_ref("ManagementSettings")
         assert inputs["managementProvider"]["$ref"] == KUBERNETES_PROVIDER
@@ -165,9 +169,10 @@ class TestSchemaOverGrpc:
     def test_hami_node_pool(self, schema):
         resource = _resource(schema, "HamiNodePool")
         inputs = resource["inputProperties"]
-        assert set(inputs) == {"tenant", "clusterName", "tenantProvider", "workers", "gpuModels",
-                               "referencePod", "helmValues", "chart"}
-        assert sorted(resource["requiredInputs"]) == ["clusterName", "tenant", "tenantProvider", "workers"]
+        assert set(inputs) == {"tenant", "clusterName", "tenantProvider", "tenantKubeconfig", "workers",
+                               "gpuModels", "referencePod", "helmValues", "chart"}
+        assert sorted(resource["requiredInputs"]) == ["clusterName", "tenant", "workers"]
+        assert inputs["tenantKubeconfig"]["type"] == "string"
         assert inputs["tenantProvider"]["$ref"] == KUBERNETES_PROVIDER
         # Not plain: another language passes KamajiTenant's `workers` output as it is.
         assert inputs["workers"]["items"]["$ref"] == COMMAND and "plain" not in inputs["workers"]

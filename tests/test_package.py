@@ -120,8 +120,9 @@ def test_two_platforms_live_in_one_stack(tmp_path):
             KamajiTenant(f"{name}-team", KamajiTenantArgs(
                 tenant={"name": f"{name}-team", "kubernetes_version": "v1.35.0", "pod_cidr": "10.60.0.0/16",
                         "service_cidr": "10.61.0.0/16"},
-                management=settings, management_provider=management.provider),
-                opts=pulumi.ResourceOptions(depends_on=[management], deleted_with=management.cluster))
+                management=settings, management_provider=management.provider,
+                management_cluster=management.cluster),
+                opts=pulumi.ResourceOptions(depends_on=[management]))
     """)
     program = run_program({}, main=main, project="platforms", stack="lab")
     urns = [reg.urn for reg in program.registrations]
@@ -327,3 +328,111 @@ def test_pip_install_into_a_fresh_venv_runs_the_example(tmp_path):
                           capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert plan.returncode == 0, plan.stderr
     assert "refused: 1/1 CardInsufficientCore" in plan.stdout
+
+
+class TestReviewFindings:
+    """What a real engine or another language's program does that the mocks alone would not show."""
+
+    def test_the_workers_are_not_deleted_with_the_management_cluster(self):
+        """The engine gives a component's deleted_with to every child (pulumi v3.276.0
+        source_eval.go inheritFromParent; tests/harness.py applies it): the tenant takes the kind
+        cluster as an argument and gives it to its management-side children only, so the workers'
+        delete scripts still run on destroy."""
+        program = run_program(dev_stack_config())
+        kind = program.named("management-kind").urn
+        assert program.named("tenant-a").options["deletedWith"] == ""
+        assert program.named("tenant-a-namespace").options["deletedWith"] == kind
+        assert program.named("tenant-a-control-plane").options["deletedWith"] == kind
+        for name in ("tenant-a-worker-0", "tenant-a-worker-image", "tenant-a-admin-access", "tenant-a-k8s"):
+            assert program.named(name).options["deletedWith"] == "", name
+
+    def test_deleted_with_in_a_tenants_opts_is_refused(self, tmp_path):
+        main = _program_file(tmp_path, """
+            import pulumi
+            from kamaji_hami_platform import ManagementCluster, ManagementClusterArgs, KamajiTenant
+            m = ManagementCluster("m", ManagementClusterArgs())
+            tenant = {"name": "t", "kubernetes_version": "v1.35.0", "pod_cidr": "10.60.0.0/16",
+                      "service_cidr": "10.61.0.0/16"}
+            KamajiTenant("t", {"tenant": tenant, "management_provider": m.provider},
+                         opts=pulumi.ResourceOptions(deleted_with=m.cluster))
+        """)
+        with pytest.raises(Exception, match="deleted_with in opts would reach every child"):
+            run_program({}, main=main, project="p", stack="s")
+
+    def test_a_provider_that_arrives_as_an_output_is_refused_and_a_kubeconfig_works(self, tmp_path):
+        """Another language's program hands a component's output provider over as an Output, which
+        a resource option would drop silently (pulumi resource.py _get_providers)."""
+        main = _program_file(tmp_path, """
+            import pulumi
+            from kamaji_hami_platform import ManagementCluster, ManagementClusterArgs, KamajiTenant
+            m = ManagementCluster("m", ManagementClusterArgs())
+            tenant = {"name": "t", "kubernetes_version": "v1.35.0", "pod_cidr": "10.60.0.0/16",
+                      "service_cidr": "10.61.0.0/16"}
+            KamajiTenant("t", {"tenant": tenant, "management_kubeconfig": m.kubeconfig})
+            other = {**tenant, "name": "u", "address_block": 1, "pod_cidr": "10.62.0.0/16",
+                     "service_cidr": "10.63.0.0/16"}
+            KamajiTenant("u", {"tenant": other,
+                               "management_provider": pulumi.Output.from_input(m.provider)})
+        """)
+        with pytest.raises(Exception, match=r"management_provider arrived as Output.*management_kubeconfig"):
+            run_program({}, main=main, project="p", stack="s")
+
+    def test_a_kubeconfig_gives_the_tenant_a_provider_of_its_own(self, tmp_path):
+        main = _program_file(tmp_path, """
+            from kamaji_hami_platform import ManagementCluster, ManagementClusterArgs, KamajiTenant
+            m = ManagementCluster("m", ManagementClusterArgs())
+            tenant = {"name": "t", "kubernetes_version": "v1.35.0", "pod_cidr": "10.60.0.0/16",
+                      "service_cidr": "10.61.0.0/16"}
+            KamajiTenant("t", {"tenant": tenant, "management_kubeconfig": m.kubeconfig})
+        """)
+        program = run_program({}, main=main, project="p", stack="s")
+        own = program.named("t-management-k8s")
+        assert program.named("t-control-plane").provider.startswith(own.urn)
+        assert program.named("t-namespace").provider.startswith(own.urn)
+
+    def test_integers_from_the_wire_are_read_as_integers(self):
+        """Pulumi's wire has one number type: another language's `workers: 1` arrives as 1.0."""
+        from kamaji_hami_platform.settings import tenant_config
+
+        tenant = tenant_config({"name": "t", "kubernetes_version": "v1.35.0", "pod_cidr": "10.60.0.0/16",
+                                "service_cidr": "10.61.0.0/16", "workers": 2.0, "gpus": {
+                                    "model": "A100-80GB", "per_worker": 1.0},
+                                "gpu_quotas": {"team": {"limits.nvidia.com/gpumem": 40000.0}}},
+                               "KamajiTenant 't'")
+        assert tenant.workers == 2 and isinstance(tenant.workers, int)
+        assert tenant.gpus is not None and tenant.gpus.per_worker == 1
+        assert tenant.gpu_quotas["team"]["limits.nvidia.com/gpumem"] == 40000
+        with pytest.raises(ConfigError, match=r"tenant\.workers: must be an integer, got 1\.5"):
+            tenant_config({"name": "t", "kubernetes_version": "v1.35.0", "pod_cidr": "10.60.0.0/16",
+                           "service_cidr": "10.61.0.0/16", "workers": 1.5}, "KamajiTenant 't'")
+
+    def test_two_tenants_on_one_cluster_cannot_share_addresses_or_networks(self, tmp_path):
+        main = _program_file(tmp_path, """
+            from kamaji_hami_platform import ManagementCluster, ManagementClusterArgs, KamajiTenant
+            m = ManagementCluster("m", ManagementClusterArgs())
+            for name in ("a", "b"):
+                service = "10.61.0.0/16" if name == "a" else "10.62.0.0/16"
+                KamajiTenant(name, {"tenant": {"name": name, "kubernetes_version": "v1.35.0",
+                                               "pod_cidr": "10.60.0.0/16", "service_cidr": service},
+                                    "management_provider": m.provider})
+        """)
+        with pytest.raises(Exception) as caught:
+            run_program({}, main=main, project="p", stack="s")
+        text = str(caught.value)
+        assert "KamajiTenant 'b': tenant.addressBlock: 0 is also tenants[0] (a)'s" in text
+        assert "KamajiTenant 'b': tenant.podCidr: 10.60.0.0/16 overlaps tenants[0].podCidr" in text
+
+    def test_only_the_platforms_own_management_cluster_carries_the_old_release_names(self, tmp_path):
+        """A URN holds the parent's type, not its name: an alias to `cert-manager` would be the same
+        for every ManagementCluster of a stack (step_generator.go collapseAliasToUrn)."""
+        main = _program_file(tmp_path, """
+            from kamaji_hami_platform import ManagementCluster, ManagementClusterArgs
+            ManagementCluster("management", ManagementClusterArgs())
+            blue = {"name": "blue", "docker_network": "blue", "docker_subnet": "172.26.0.0/16"}
+            ManagementCluster("blue", ManagementClusterArgs(management=blue))
+        """)
+        program = run_program({}, main=main, project="p", stack="s")
+        assert program.named("management-cert-manager").options["aliases"]
+        assert not program.named("blue-cert-manager").options["aliases"]
+        reachable = reachable_urns(program, "s", "p")
+        assert len(reachable) == len(set(reachable)), "one old URN claimed twice"

@@ -35,8 +35,9 @@ tenants = [
 for tenant in tenants:
     cluster = KamajiTenant(tenant["name"], KamajiTenantArgs(
         tenant=tenant, management=settings, management_provider=management.provider,
-        host_flags=management.host_flags, management_network=management.network),
-        opts=pulumi.ResourceOptions(depends_on=[management], deleted_with=management.cluster))
+        management_cluster=management.cluster, host_flags=management.host_flags,
+        management_network=management.network),
+        opts=pulumi.ResourceOptions(depends_on=[management]))
     gpus = HamiNodePool(f"{tenant['name']}-gpus", HamiNodePoolArgs(
         tenant=tenant, cluster_name=settings["name"], tenant_provider=cluster.provider,
         workers=cluster.workers,

@@ -17,6 +17,7 @@ from kamaji_hami_platform.gpu.capacity import reference_request, tenant_capacity
 from kamaji_hami_platform.gpu.devices import GpuDevice, tenant_devices
 from kamaji_hami_platform.helm import chart_args, deep_merge
 from kamaji_hami_platform.kubernetes_objects import create_objects
+from kamaji_hami_platform.providers import check_provider_args, cluster_provider
 from kamaji_hami_platform.settings import (
     ChartSource,
     GpuModelSettings,
@@ -38,8 +39,12 @@ class HamiNodePoolArgs(TypedDict):
     """The tenant's settings (stack config `tenants[i]`): its GPUs and HAMi's settings."""
     cluster_name: str
     """The management cluster's name: the mock cards' ids derive from it."""
-    tenant_provider: pulumi.Input[kubernetes.Provider]
-    """A provider for the tenant cluster (`KamajiTenant.provider`, or your own)."""
+    tenant_provider: NotRequired[kubernetes.Provider]
+    """A provider for the tenant cluster (`KamajiTenant.provider`, or your own). Or give
+    `tenant_kubeconfig`."""
+    tenant_kubeconfig: NotRequired[pulumi.Input[str]]
+    """The tenant's admin kubeconfig (`KamajiTenant.kubeconfig`, secret): the pool then makes its
+    own provider (`<name>-k8s`). The way in from another language."""
     workers: pulumi.Input[list[local.Command]]
     """The tenant's worker nodes, in order (`KamajiTenant.workers`): each node's registration waits
     for its worker and is replaced with it."""
@@ -73,9 +78,13 @@ class HamiNodePool(pulumi.ComponentResource):
         reference_pod = reference_request(pod_shape(args.get("reference_pod"), where))
         cluster_name = args["cluster_name"]
         workers = references.by_name(tenant.worker_names(), args["workers"], where)
+        check_provider_args(args, "tenant", where)
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.tenant: TenantConfig = tenant
-        on_tenant = pulumi.ResourceOptions(parent=self, provider=args["tenant_provider"],
+        # The engine gives the component's deleted_with (the tenant's control plane) to every child
+        # too (source_eval.go inheritFromParent); said here as well for the SDK and the tests.
+        on_tenant = pulumi.ResourceOptions(parent=self,
+                                           provider=cluster_provider(args, "tenant", f"{name}-k8s", self),
                                            deleted_with=opts.deleted_with if opts else None)
         devices = tenant_devices(tenant, cluster_name)
         mock = tenant.gpus is not None and tenant.gpus.mock

@@ -28,6 +28,18 @@ METALLB = "metallb"
 RELEASES = (CERT_MANAGER, METALLB, render.KAMAJI_RELEASE)
 
 
+# The name the platform's program gave its only ManagementCluster before issue 20, when the Helm
+# releases were named `cert-manager`, `metallb`, `kamaji`. A URN holds the parent's type, not its
+# name, so an alias to those names would be the same for every ManagementCluster of a stack: only
+# the one that can have such a past carries it.
+LEGACY_NAME = "management"
+
+
+def legacy_aliases(name: str, old_release_name: str) -> list[pulumi.Alias]:
+    """The release's name before issue 20, for the ManagementCluster that had it."""
+    return [pulumi.Alias(name=old_release_name)] if name == LEGACY_NAME else []
+
+
 class ManagementClusterArgs(TypedDict, total=False):
     """The inputs of a ManagementCluster: its settings, and where to depart from the platform's
     Helm values and pinned charts."""
@@ -156,7 +168,7 @@ class ManagementCluster(pulumi.ComponentResource):
                 f"{name}-{release_name}", release_name, chart_args(pinned, charts.get(release_name)),
                 namespace, deep_merge(platform_values, values.get(release_name)),
                 pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
-                    aliases=[pulumi.Alias(name=release_name)])))
+                    aliases=legacy_aliases(name, release_name))))
 
         self.cert_manager = release(CERT_MANAGER, versions.CERT_MANAGER_CHART, render.CERT_MANAGER_NAMESPACE,
                                     render.cert_manager_values())
@@ -206,7 +218,7 @@ class ManagementCluster(pulumi.ComponentResource):
             values=deep_merge(render.kamaji_values(management), values.get(render.KAMAJI_RELEASE)),
             timeout=HELM_TIMEOUT_SECONDS,
             opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
-                aliases=[pulumi.Alias(name=render.KAMAJI_RELEASE)],
+                aliases=legacy_aliases(name, render.KAMAJI_RELEASE),
                 depends_on=[self.cert_manager, *fetched, self.kindnet, *self.create_only])))
 
         # Kamaji's TCP webhooks fail closed and its readiness is a bare ping:

@@ -23,10 +23,12 @@ from kamaji_hami_platform import docker_host, readiness, references
 from kamaji_hami_platform.config import ManagementConfig, TenantConfig
 from kamaji_hami_platform.create_only import create_only_guards
 from kamaji_hami_platform.kubernetes_objects import create_objects, create_objects_with
+from kamaji_hami_platform.providers import check_provider_args, cluster_provider
 from kamaji_hami_platform.settings import ManagementSettings, TenantSettings, management_config, tenant_config
 from kamaji_hami_platform.tenant import addons as tenant_addons
 from kamaji_hami_platform.tenant import control_plane as tcp_render
 from kamaji_hami_platform.tenant import node_join
+from kamaji_hami_platform.tenant.addresses import claim_worker_addresses
 from kamaji_hami_platform.tenant.network_policy import network_policies
 
 TYPE_TOKEN = "kamaji-hami-platform:index:KamajiTenant"
@@ -76,9 +78,15 @@ class KamajiTenantArgs(TypedDict):
 
     tenant: TenantSettings
     """The tenant's settings (stack config `tenants[i]`)."""
-    management_provider: pulumi.Input[kubernetes.Provider]
+    management_provider: NotRequired[kubernetes.Provider]
     """A provider for the management cluster, where Kamaji runs (`ManagementCluster.provider`, or
-    your own for a cluster you manage)."""
+    your own for a cluster you manage). Or give `management_kubeconfig`."""
+    management_kubeconfig: NotRequired[pulumi.Input[str]]
+    """The management cluster's kubeconfig (`ManagementCluster.kubeconfig`, secret): the tenant then
+    makes its own provider (`<name>-management-k8s`). The way in from another language."""
+    management_cluster: NotRequired[pulumi.Input[local.Command]]
+    """The resource whose deletion takes the management cluster with it (`ManagementCluster.cluster`):
+    what the tenant creates in the management cluster is skipped by a destroy that deletes it."""
     management: NotRequired[ManagementSettings]
     """The management cluster's settings: its name labels the workers, its Docker network and subnet
     give them their addresses (defaults as a ManagementCluster's)."""
@@ -92,9 +100,11 @@ class KamajiTenantArgs(TypedDict):
 class KamajiTenant(pulumi.ComponentResource):
     """A tenant cluster: control plane in the management cluster, workers in Docker.
 
-    Pass `opts=ResourceOptions(depends_on=[management], deleted_with=management.cluster)`: the
-    tenant waits for the management cluster (Kamaji's webhooks fail closed), and what it creates in
-    the management cluster goes with the kind cluster (`deleted_with` is applied to those children).
+    Pass `opts=ResourceOptions(depends_on=[management])`: the tenant waits for the management
+    cluster (Kamaji's webhooks fail closed). Do not pass `deleted_with` in `opts`: the engine gives
+    a component's `deleted_with` to every child (pulumi v3.276.0 pkg/resource/deploy/source_eval.go
+    `inheritFromParent`), the workers included, whose delete would then never run; pass
+    `management_cluster` instead, which the tenant applies to its management-side children only.
     """
 
     endpoint: pulumi.Output[str]
@@ -112,13 +122,19 @@ class KamajiTenant(pulumi.ComponentResource):
         where = f"KamajiTenant {name!r}"
         tenant = tenant_config(args["tenant"], where)
         management_settings = management_config(args.get("management"), where)
+        check_provider_args(args, "management", where)
+        if opts is not None and opts.deleted_with is not None:
+            raise ValueError(f"{where}: deleted_with in opts would reach every child, the workers too "
+                             "(whose delete must run): pass management_cluster instead")
+        claim_worker_addresses(tenant, management_settings, where)
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.tenant: TenantConfig = tenant
+        management_provider = cluster_provider(args, "management", f"{name}-management-k8s", self)
         # Everything in the management cluster goes with the kind cluster: destroy skips its
         # deletes instead of failing on an API that is gone (pulumi deleted_with).
-        management_provider = args["management_provider"]
-        on_management = pulumi.ResourceOptions(parent=self, provider=management_provider,
-                                               deleted_with=opts.deleted_with if opts else None)
+        on_management = pulumi.ResourceOptions(
+            parent=self, provider=management_provider,
+            deleted_with=references.resource_or_none(args.get("management_cluster")))
         network = args.get("management_network")
         host_flags = args.get("host_flags", "")
 
