@@ -11,6 +11,7 @@ from kamaji_hami_platform import (
     ManagementClusterArgs,
 )
 from kamaji_hami_platform.config import ConfigError, load_config
+from kamaji_hami_platform.gpu.workloads import plan_declared_workloads
 from kamaji_hami_platform.settings import (
     gpu_model_settings,
     management_settings,
@@ -23,6 +24,16 @@ try:
 except ConfigError as error:
     # RunError: the message alone, no traceback; nothing has been registered yet.
     raise pulumi.RunError(str(error)) from None
+
+# Capacity as code: the declared GPU workloads planned as HAMi would place them, before anything
+# is created; what does not fit fails the preview (or warns, as the stack chooses).
+gpu_plans, capacity_problems = plan_declared_workloads(platform)
+if capacity_problems:
+    report = "declared GPU workloads do not fit:\n  - " + "\n  - ".join(capacity_problems)
+    if platform.gpu_capacity_enforcement == "mandatory":
+        raise pulumi.RunError(f"{report}\n(gpuCapacity.enforcement: warning deploys anyway, with this "
+                              "warning)")
+    pulumi.log.warn(report)
 
 management = ManagementCluster("management", ManagementClusterArgs(
     management=management_settings(platform.management)))
@@ -55,6 +66,7 @@ pulumi.export("tenants", {
         "nodes": tenant.node_names,
         "gpuCards": gpu_pools[name].cards,
         "gpuCapacity": gpu_pools[name].capacity,
+        **({"gpuPlan": gpu_plans[name].as_output()} if name in gpu_plans else {}),
     }
     for name, tenant in tenants.items()
 })

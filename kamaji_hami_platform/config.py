@@ -149,6 +149,30 @@ class GpuPool:
 
 
 @dataclass(frozen=True)
+class GpuWorkload:
+    """A GPU workload a tenant declares: `replicas` pods, each asking `gpu` cards with either
+    `gpumem` MiB or `gpumem_percentage` % of each card's memory, and `gpucores` % of its compute."""
+
+    name: str
+    replicas: int
+    gpu: int = 1
+    gpumem: int | None = None
+    gpumem_percentage: int | None = None
+    gpucores: int = 0
+    type: str | None = None
+    namespace: str = "default"
+
+    def limits(self) -> dict[str, int]:
+        """The container limits its pods carry (HAMi's resource names)."""
+        limits = {"nvidia.com/gpu": self.gpu, "nvidia.com/gpucores": self.gpucores}
+        if self.gpumem is not None:
+            limits["nvidia.com/gpumem"] = self.gpumem
+        if self.gpumem_percentage is not None:
+            limits["nvidia.com/gpumem-percentage"] = self.gpumem_percentage
+        return limits
+
+
+@dataclass(frozen=True)
 class TenantConfig:
     """One tenant: its control plane, networks, workers and GPUs."""
 
@@ -163,6 +187,7 @@ class TenantConfig:
     gpu_quotas: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     # Which /25 of the Docker network's worker addresses is this tenant's (docker_network.py).
     address_block: int = 0
+    gpu_workloads: tuple[GpuWorkload, ...] = ()
 
     @property
     def namespace(self) -> str:
@@ -213,6 +238,8 @@ class PlatformConfig:
     tenants: tuple[TenantConfig, ...]
     gpu_models: Mapping[str, GpuModel]
     reference_pod: PodShape = field(default_factory=PodShape)
+    # What a preview does when declared GPU workloads do not all fit: fail, or warn.
+    gpu_capacity_enforcement: str = "mandatory"
 
 
 @dataclass(frozen=True)
@@ -348,6 +375,29 @@ assert QUOTA_LIMITS.keys == QUOTA_KEYS
 # The namespaces of a tenant's gpuQuotas.
 QUOTA_NAMESPACE = _dns_check(63)
 
+MAX_REPLICAS = 1000
+GPU_WORKLOAD = Section("gpuWorkload", "A GPU workload the tenant declares: every preview plans it on the "
+                       "tenant's cards as HAMi would, in declared order, replicas in turn.", (
+    Field("name", "string", "the workload's name (DNS-1123 label), unique in the tenant", required=True,
+          checks=(_dns_check(63),)),
+    _integer_field("replicas", "pods of this shape", 1, 1, MAX_REPLICAS),
+    _integer_field("gpu", "cards per pod (nvidia.com/gpu)", 1, 1, MAX_CARDS_PER_NODE),
+    Field("gpumem", "integer", "GPU memory per card in MiB (nvidia.com/gpumem); this or "
+          "gpumemPercentage", minimum=1, maximum=INT32_MAX, in_code=True),
+    Field("gpumemPercentage", "integer", "percent of each card's memory (nvidia.com/gpumem-percentage); "
+          "this or gpumem", minimum=1, maximum=100, in_code=True),
+    _integer_field("gpucores", "percent of each card's compute (nvidia.com/gpucores)", 0, 0, 100),
+    Field("type", "string", "card type the pods ask for (nvidia.com/use-gputype): part of the model's "
+          "product string", in_code=True),
+    Field("namespace", "string", "namespace of the tenant cluster the pods run in", default="default",
+          checks=(_dns_check(63),)),
+))
+ENFORCEMENTS = ("mandatory", "warning")
+GPU_CAPACITY = Section("gpuCapacity", "What a preview does when declared GPU workloads do not fit.", (
+    Field("enforcement", "string", "mandatory: the preview fails; warning: it warns and goes on",
+          default="mandatory", enum=ENFORCEMENTS),
+))
+
 TENANT = Section("tenant", "One tenant: its control plane, networks, workers and GPUs.", (
     Field("name", "string", "DNS-1035 label: the namespace and TenantControlPlane name", required=True,
           checks=(_dns_check(MAX_NAME_LENGTH),), reserved=RESERVED_NAMESPACES,
@@ -372,6 +422,8 @@ TENANT = Section("tenant", "One tenant: its control plane, networks, workers and
           ref="gpuQuotas"),
     Field("addressBlock", "integer", "which block of 128 worker addresses of the Docker network is this "
           "tenant's (default: its position in tenants); create-only", minimum=0),
+    Field("gpuWorkloads", "array", "GPU workloads the tenant's teams will run: each preview says whether "
+          "they fit", nullable=True, ref=GPU_WORKLOAD.name),
 ))
 
 REFERENCE_POD = Section("referencePod", "A reference GPU workload for the capacity outputs.", (
@@ -389,8 +441,11 @@ ROOT = Section("config", "The platform's keys of a stack's config.", (
           ref="gpuModels"),
     Field("referencePod", "object", "workload shape for the capacity outputs", nullable=True,
           ref=REFERENCE_POD.name),
+    Field("gpuCapacity", "object", "what a preview does when declared GPU workloads do not fit",
+          nullable=True, ref=GPU_CAPACITY.name),
 ))
-SECTIONS = (MANAGEMENT, GPU_MODEL, HAMI, GPUS, QUOTA_LIMITS, TENANT, REFERENCE_POD)
+SECTIONS = (MANAGEMENT, GPU_MODEL, HAMI, GPUS, QUOTA_LIMITS, GPU_WORKLOAD, TENANT, REFERENCE_POD,
+            GPU_CAPACITY)
 _TENANT_KEYS = TENANT.keys
 CONFIG_KEYS = ROOT.keys
 
@@ -410,6 +465,9 @@ CODE_ONLY_RULES: Mapping[str, str] = {
                      "quarter of management.dockerSubnet",
     "cidr-value": "a CIDR has no host bits set, and a written-out mask (a.b.c.d/255.255.0.0) is a valid "
                   "mask within the prefix bounds",
+    "workload-memory": "a GPU workload gives exactly one of gpumem and gpumemPercentage",
+    "workload-model": "a GPU workload fits a card of the tenant's model (memory, cards per worker, type) "
+                      "and its tenant has GPUs; workload names are unique in a tenant",
     "integral-float": "integers are written without a fraction (2, not 2.0: JSON Schema cannot tell "
                       "them apart)",
 }
@@ -641,6 +699,7 @@ def _parse_tenant(raw: Any, index: int, models: Mapping[str, GpuModel],
     gpus = _parse_gpus(raw.get("gpus"), f"{path}.gpus", workers, models, problems)
     hami = _parse_hami(raw.get("hami"), f"{path}.hami", problems)
     quotas = _parse_quotas(raw.get("gpuQuotas"), f"{path}.gpuQuotas", problems)
+    workloads = _parse_workloads(raw.get("gpuWorkloads"), f"{path}.gpuWorkloads", gpus, problems)
     if "podCidr" not in invalid and workers is not None:
         _check_node_ranges(ipaddress.ip_network(values["podCidr"]), workers, path, problems)
     # A name or version that breaks a text rule still builds the tenant, so that the names
@@ -652,7 +711,7 @@ def _parse_tenant(raw: Any, index: int, models: Mapping[str, GpuModel],
         return None
     return TenantConfig(values["name"], values["kubernetesVersion"], values["controlPlaneReplicas"],
                         values["podCidr"], values["serviceCidr"], workers, gpus, hami, quotas,
-                        values["addressBlock"])
+                        values["addressBlock"], workloads)
 
 
 def _check_node_ranges(pod_net: ipaddress.IPv4Network, workers: int, path: str,
@@ -761,6 +820,82 @@ def _check_address_range(value: Any, layout: docker_network.NetworkLayout, probl
                            "addresses (the kind node) and the workers' fixed addresses", "address-range")
 
 
+def _optional_integer(obj: Mapping[str, Any], key: str, path: str, problems: _Problems) -> int | None:
+    spec = GPU_WORKLOAD.field(key)
+    if obj.get(key) is None:
+        return None
+    return _integer(obj, key, path, problems, None, spec.minimum or 0, spec.maximum)
+
+
+def _parse_workload(raw: Any, path: str, gpus: GpuPool | None, problems: _Problems) -> GpuWorkload | None:
+    obj = _mapping(raw, path, problems)
+    values, invalid = _read_section(obj, GPU_WORKLOAD, path, problems)
+    gpumem = _optional_integer(obj, "gpumem", path, problems)
+    percentage = _optional_integer(obj, "gpumemPercentage", path, problems)
+    card_type = obj.get("type")
+    if card_type is not None and (not isinstance(card_type, str) or not card_type):
+        problems.add(f"{path}.type", f"must be a non-empty string, got {card_type!r}")
+        invalid.add("type")
+    if (obj.get("gpumem") is None) == (obj.get("gpumemPercentage") is None):
+        problems.add(path, "give exactly one of gpumem (MiB) and gpumemPercentage", "workload-memory")
+        invalid.add("gpumem")
+    if invalid or (obj.get("gpumem") is not None and gpumem is None) or \
+            (obj.get("gpumemPercentage") is not None and percentage is None):
+        return None
+    workload = GpuWorkload(values["name"], values["replicas"], values["gpu"], gpumem, percentage,
+                           values["gpucores"], card_type, values["namespace"])
+    for key, problem in _never_fits(workload, gpus):
+        problems.add(f"{path}.{key}" if key else path, problem, "workload-model")
+    return workload
+
+
+def _never_fits(workload: GpuWorkload, gpus: GpuPool | None) -> list[tuple[str, str]]:
+    """Why no card of the tenant could ever hold one pod of the workload (key, problem)."""
+    if gpus is None:
+        return [("", "the tenant has no gpus: no pod of this workload could ever be placed")]
+    model = gpus.model
+    found = []
+    if workload.gpu > gpus.per_worker:
+        found.append(("gpu", f"{workload.gpu} cards per pod, but each worker has {gpus.per_worker} "
+                             f"{model.name} (HAMi places a pod's cards on one node)"))
+    if workload.gpumem is not None and workload.gpumem > model.memory_mib:
+        found.append(("gpumem", f"{workload.gpumem} MiB, but each {model.name} card has "
+                                f"{model.memory_mib} MiB"))
+    if workload.gpucores > model.cores:
+        found.append(("gpucores", f"{workload.gpucores} %, but each {model.name} card has {model.cores}"))
+    if workload.type is not None and workload.type.lower() not in model.product.lower():
+        found.append(("type", f"{workload.type!r} is not part of {model.product!r}, the tenant's cards "
+                              "(HAMi would refuse every card: CardTypeMismatch)"))
+    return found
+
+
+def _parse_workloads(raw: Any, path: str, gpus: GpuPool | None,
+                     problems: _Problems) -> tuple[GpuWorkload, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw:
+        problems.add(path, f"must be a non-empty list of workloads, got {raw!r}")
+        return ()
+    workloads = []
+    seen: dict[str, int] = {}
+    for index, item in enumerate(raw):
+        workload = _parse_workload(item, f"{path}[{index}]", gpus, problems)
+        if workload is None:
+            continue
+        if workload.name in seen:
+            problems.add(f"{path}[{index}].name", f"duplicate workload name {workload.name!r} (also "
+                                                  f"{path}[{seen[workload.name]}])", "workload-model")
+        seen.setdefault(workload.name, index)
+        workloads.append(workload)
+    return tuple(workloads)
+
+
+def _parse_gpu_capacity(raw: Any, problems: _Problems) -> str:
+    values, invalid = _read_section(_mapping(raw, "gpuCapacity", problems), GPU_CAPACITY, "gpuCapacity",
+                                    problems)
+    return GPU_CAPACITY.field("enforcement").default if invalid else values["enforcement"]
+
+
 def _parse_reference_pod(raw: Any, problems: _Problems) -> PodShape:
     values, invalid = _read_section(_mapping(raw, "referencePod", problems), REFERENCE_POD, "referencePod",
                                     problems)
@@ -790,9 +925,10 @@ def parse_config(raw: Mapping[str, Any]) -> PlatformConfig:
     _check_address_blocks(tenants, management, problems)
     _check_generated_names(management, raw_tenants, tenants, problems)
     reference_pod = _parse_reference_pod(raw.get("referencePod"), problems)
+    enforcement = _parse_gpu_capacity(raw.get("gpuCapacity"), problems)
     if problems.items:
         raise ConfigError(problems.items, problems.code_only)
-    return PlatformConfig(management, tuple(tenants), models, reference_pod)
+    return PlatformConfig(management, tuple(tenants), models, reference_pod, enforcement)
 
 
 def load_config() -> PlatformConfig:

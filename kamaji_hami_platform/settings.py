@@ -55,6 +55,27 @@ class HamiSettingsArgs(TypedDict, total=False):
     """HAMi scheduler pods, 1..3 (default 2)."""
 
 
+class GpuWorkloadSettings(TypedDict):
+    """A GPU workload the tenant declares (stack config `tenants[i].gpuWorkloads[j]`)."""
+
+    name: str
+    """The workload's name, unique in the tenant."""
+    replicas: NotRequired[int]
+    """Pods of this shape (default 1)."""
+    gpu: NotRequired[int]
+    """Cards per pod (default 1)."""
+    gpumem: NotRequired[int]
+    """MiB per card; this or gpumem_percentage."""
+    gpumem_percentage: NotRequired[int]
+    """Percent of each card's memory; this or gpumem."""
+    gpucores: NotRequired[int]
+    """Percent of each card's compute (default 0)."""
+    type: NotRequired[str]
+    """Card type the pods ask for (part of the model's product)."""
+    namespace: NotRequired[str]
+    """Namespace of the tenant cluster (default `default`)."""
+
+
 class TenantSettings(TypedDict):
     """One tenant cluster (stack config `tenants[i]`)."""
 
@@ -80,6 +101,8 @@ class TenantSettings(TypedDict):
     """HAMi's settings in the tenant."""
     gpu_quotas: NotRequired[dict[str, dict[str, int]]]
     """Namespace (in the tenant) -> HAMi / Kubernetes GPU quota limits."""
+    gpu_workloads: NotRequired[list[GpuWorkloadSettings]]
+    """GPU workloads the tenant's teams will run (planned in every preview)."""
 
 
 class ManagementSettings(TypedDict, total=False):
@@ -203,9 +226,11 @@ def _settings_of(value: Any) -> Any:
         return value.name
     if dataclasses.is_dataclass(value):
         return {field.name: _settings_of(getattr(value, field.name)) for field in dataclasses.fields(value)
-                if getattr(value, field.name) is not None}
+                if getattr(value, field.name) not in (None, ())}
     if isinstance(value, Mapping):
         return {key: _settings_of(item) for key, item in value.items()}
+    if isinstance(value, tuple | list):
+        return [_settings_of(item) for item in value]
     return value
 
 
@@ -238,6 +263,7 @@ __all__ = [
     "ChartSource",
     "GpuModelSettings",
     "GpuPoolSettings",
+    "GpuWorkloadSettings",
     "HamiSettingsArgs",
     "ManagementSettings",
     "PodShapeSettings",

@@ -188,10 +188,13 @@ class TestSchemaOverGrpc:
     def test_settings_are_types_spelled_as_in_a_stack_file(self, schema):
         types = {token.split(":")[-1]: spec for token, spec in schema["types"].items()}
         assert set(types) == {"ManagementSettings", "TenantSettings", "GpuPoolSettings", "HamiSettingsArgs",
-                              "GpuModelSettings", "PodShapeSettings", "ChartSource"}
+                              "GpuModelSettings", "PodShapeSettings", "ChartSource", "GpuWorkloadSettings"}
         tenant = types["TenantSettings"]["properties"]
         assert set(tenant) == {"name", "kubernetesVersion", "podCidr", "serviceCidr", "controlPlaneReplicas",
-                               "workers", "addressBlock", "gpus", "hami", "gpuQuotas"}
+                               "workers", "addressBlock", "gpus", "hami", "gpuQuotas", "gpuWorkloads"}
+        assert tenant["gpuWorkloads"]["items"]["$ref"] == _type_ref("GpuWorkloadSettings")
+        assert set(types["GpuWorkloadSettings"]["properties"]) == {
+            "name", "replicas", "gpu", "gpumem", "gpumemPercentage", "gpucores", "type", "namespace"}
         assert sorted(types["TenantSettings"]["required"]) == ["kubernetesVersion", "name", "podCidr",
                                                                 "serviceCidr"]
         assert tenant["gpus"]["$ref"] == _type_ref("GpuPoolSettings")

@@ -120,6 +120,8 @@ class Plan:
     cards_used: Span
     branches: int
     complete: bool
+    final: list[dict[str, list[GpuDevice]]] = field(default_factory=list)
+    """Each branch's nodes after the last pod (their cards with the usage HAMi would record)."""
 
     @property
     def certain(self) -> bool:
@@ -259,9 +261,11 @@ def plan_sequence(nodes: Mapping[str, list[GpuDevice]], pods: list[GpuRequest], 
         placements.append(_placement(number, request, outcome))
     placed = [count for _, count in frontier.values()]
     cards = [_cards_in_use(state) for state, _ in frontier.values()]
+    final = [{name: planner.devices(name, state[planner.position[name]]) for name in planner.names}
+             for state, _ in frontier.values()]
     return Plan(placements, Span(min(placed), max(placed)),
                 Span(len(pods) - max(placed), len(pods) - min(placed)),
-                Span(min(cards), max(cards)), len(frontier), complete)
+                Span(min(cards), max(cards)), len(frontier), complete, final)
 
 
 def _step(planner: _Planner, state: State, request: GpuRequest,
