@@ -75,6 +75,7 @@ def test_reference_pod_shape_is_configurable(dev_config):
 
 def test_tenant_without_gpus_still_gets_hami_but_no_registration(dev_config):
     del dev_config["tenants"][1]["gpus"]
+    del dev_config["tenants"][1]["gpuWorkloads"]  # a tenant without cards declares none
     program = run_program(dev_config)
     assert program.named("tenant-b-gpus-hami").type == RELEASE
     assert [p.name for p in program.of_type(NODE_PATCH)] == ["tenant-a-gpus-tenant-a-worker-0"]

@@ -1,0 +1,167 @@
+"""GPU capacity as code (issue 21): declared workloads validated, planned as HAMi would place them,
+exported in every preview, and a stack whose workloads do not fit refused before any resource."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+
+import pulumi
+import pytest
+
+from kamaji_hami_platform.config import ConfigError, parse_config
+from kamaji_hami_platform.gpu.placement import Span
+from kamaji_hami_platform.gpu.workloads import plan_declared_workloads, plan_workloads, smallest_fix
+from tests.harness import ROOT, run_program
+
+pytestmark = pytest.mark.unit
+
+SHARE = {"name": "share", "replicas": 3, "gpumem": 20000, "gpucores": 30}
+
+
+def refused(config: dict, *paths_and_texts: tuple[str, str]) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(config)
+    for path, text in paths_and_texts:
+        assert any(p.startswith(f"{path}: ") and text in p for p in caught.value.problems), \
+            (path, text, caught.value.problems)
+
+
+def tenant_with(dev_config: dict, *workloads: dict, **changes):
+    config = copy.deepcopy(dev_config)
+    config["tenants"][0]["gpuWorkloads"] = list(workloads)
+    config["tenants"][0].update(changes)
+    return parse_config(config)
+
+
+class TestDeclaration:
+    def test_the_dev_stack_declares_the_missions_workload(self, dev_config):
+        platform = parse_config(dev_config)
+        for tenant in platform.tenants:
+            (share,) = tenant.gpu_workloads
+            assert (share.replicas, share.gpumem, share.gpucores) == (3, 20000, 30)
+            assert share.namespace == "default"
+        assert platform.gpu_capacity_enforcement == "mandatory"
+
+    def test_every_problem_with_its_path_at_once(self, dev_config):
+        dev_config["tenants"][0]["gpuWorkloads"] = [
+            {"name": "big", "gpumem": 90000, "gpu": 2, "type": "H100"},
+            {"name": "big", "gpumemPercentage": 10},
+            {"name": "both", "gpumem": 1000, "gpumemPercentage": 10},
+            {"name": "none"},
+            {"name": "cores", "gpumem": 1, "gpucores": 101, "replicas": 0},
+        ]
+        dev_config["gpuCapacity"] = {"enforcement": "soft"}
+        refused(dev_config,
+                ("tenants[0].gpuWorkloads[0].gpumem", "90000 MiB, but each A100-80GB card has 81920 MiB"),
+                ("tenants[0].gpuWorkloads[0].gpu", "2 cards per pod, but each worker has 1"),
+                ("tenants[0].gpuWorkloads[0].type", "'H100' is not part of 'NVIDIA A100-SXM4-80GB'"),
+                ("tenants[0].gpuWorkloads[1].name", "duplicate workload name 'big'"),
+                ("tenants[0].gpuWorkloads[2]", "give exactly one of gpumem (MiB) and gpumemPercentage"),
+                ("tenants[0].gpuWorkloads[3]", "give exactly one of gpumem"),
+                ("tenants[0].gpuWorkloads[4].gpucores", "must be between 0 and 100, got 101"),
+                ("tenants[0].gpuWorkloads[4].replicas", "must be positive, between 1 and 1000, got 0"),
+                ("gpuCapacity.enforcement", "'soft' must be one of mandatory, warning"))
+
+    def test_a_tenant_without_gpus_cannot_declare_gpu_workloads(self, dev_config):
+        del dev_config["tenants"][1]["gpus"]
+        dev_config["tenants"][1]["gpuWorkloads"] = [SHARE]
+        refused(dev_config, ("tenants[1].gpuWorkloads[0]", "the tenant has no gpus"))
+
+
+class TestPlan:
+    def test_the_missions_workload_fits_one_card_with_no_headroom(self, dev_config):
+        """Three 20000 MiB / 30 % pods share the A100; a fourth would need 120 % cores."""
+        platform = parse_config(dev_config)
+        plan = plan_workloads(platform.tenants[0], platform.management.name)
+        (share,) = plan.workloads
+        assert plan.fits and plan.certain and plan.fix == ""
+        assert (share.placed, share.refused, share.headroom) == (Span(3, 3), Span(0, 0), Span(0, 0))
+        (card,) = plan.cards
+        assert (card.memory_mib, card.cores, card.slots) == (Span(21920, 21920), Span(10, 10), Span(7, 7))
+
+    def test_four_replicas_are_refused_for_cores_with_the_smallest_fix(self, dev_config):
+        platform = tenant_with(dev_config, {**SHARE, "replicas": 4})
+        plan = plan_workloads(platform.tenants[0], platform.management.name)
+        (share,) = plan.workloads
+        assert not plan.fits and share.refused == Span(1, 1) and share.placed == Span(3, 3)
+        assert share.reason == "1/1 CardInsufficientCore"
+        assert share.kubectl_message == "0/1 nodes are available: 1 1/1 CardInsufficientCore."
+        assert plan.fix == ("1 more worker(s) of this tenant's shape (workers: 2) or "
+                            "1 more card(s) per worker (gpus.perWorker: 2)")
+
+    def test_declared_order_is_the_plans_order(self, dev_config):
+        """The big pod first (50 % cores) leaves room for one small pod (30 %); the small ones first
+        (60 %) leave none for the big one: the same pods, another outcome."""
+        big = {"name": "big", "replicas": 1, "gpumem": 60000, "gpucores": 50}
+        small = {"name": "small", "replicas": 2, "gpumem": 10000, "gpucores": 30}
+        first = plan_workloads(tenant_with(dev_config, big, small).tenants[0], "kamaji")
+        second = plan_workloads(tenant_with(dev_config, small, big).tenants[0], "kamaji")
+        assert [w.placed for w in first.workloads] == [Span(1, 1), Span(1, 1)]
+        assert [w.placed for w in second.workloads] == [Span(2, 2), Span(0, 0)]
+
+    def test_a_tie_between_nodes_makes_each_cards_leftovers_a_range(self, dev_config):
+        """Two identical workers tie for the first pod (HAMi v2.10.0 pkg/scheduler/score.go): its
+        card may be either node's, so no card's leftovers are certain, while the counts are."""
+        platform = tenant_with(dev_config, {"name": "a", "gpumem": 40000, "gpucores": 10},
+                               {"name": "b", "gpumem": 70000, "gpucores": 10}, workers=2)
+        plan = plan_workloads(platform.tenants[0], "kamaji")
+        assert plan.fits and not plan.certain
+        assert [w.placed for w in plan.workloads] == [Span(1, 1), Span(1, 1)]
+        assert plan.workloads[0].nodes == ["tenant-a-worker-0", "tenant-a-worker-1"]
+        assert {card.memory_mib for card in plan.cards} == {Span(11920, 41920)}
+
+    def test_more_workers_when_cards_per_worker_are_at_their_limit(self, dev_config):
+        platform = tenant_with(dev_config, {**SHARE, "replicas": 37})
+        tenant = platform.tenants[0]
+        tenant = replace(tenant, gpus=replace(tenant.gpus, per_worker=12))
+        assert smallest_fix(tenant, "kamaji") == "1 more worker(s) of this tenant's shape (workers: 2)"
+
+    def test_more_cards_when_the_pod_cidr_holds_no_more_workers(self, dev_config):
+        """A /22 holds 4 workers (a /24 each): the fix is cards."""
+        platform = tenant_with(dev_config, {**SHARE, "replicas": 13}, podCidr="10.36.0.0/22", workers=4)
+        assert smallest_fix(platform.tenants[0], "kamaji") == "1 more card(s) per worker (gpus.perWorker: 2)"
+
+    def test_no_fix_within_the_limits_says_so(self, dev_config):
+        platform = tenant_with(dev_config, {**SHARE, "replicas": 1000}, podCidr="10.36.0.0/22")
+        assert smallest_fix(platform.tenants[0], "kamaji").startswith("none within the config's limits")
+
+    def test_the_refusal_names_the_workload_by_path(self, dev_config):
+        platform = tenant_with(dev_config, {**SHARE, "replicas": 4})
+        _, problems = plan_declared_workloads(platform)
+        assert problems == [
+            "tenants[0].gpuWorkloads[0] (tenant-a/share): 1 of 4 replicas refused by HAMi: 0/1 nodes are "
+            "available: 1 1/1 CardInsufficientCore. Smallest change that fits: 1 more worker(s) of this "
+            "tenant's shape (workers: 2) or 1 more card(s) per worker (gpus.perWorker: 2)."]
+        assert f"  - {problems[0]}" in (ROOT / "README.md").read_text(), "the README shows the real message"
+
+
+class TestProgram:
+    def test_every_preview_exports_the_plan(self, dev_config):
+        program = run_program(dev_config, preview=True)
+        plan = program.exports["tenants"]["tenant-a"]["gpuPlan"]
+        assert plan["fits"] is True
+        assert plan["workloads"]["share"] == {
+            "namespace": "default", "replicas": 3, "placed": 3, "refused": 0, "nodes": ["tenant-a-worker-0"],
+            "reason": "", "kubectlMessage": "", "headroom": 0}
+
+    def test_a_stack_whose_workloads_do_not_fit_is_refused_before_any_resource(self, dev_config):
+        dev_config["tenants"][0]["gpuWorkloads"] = [{**SHARE, "replicas": 4}]
+        with pytest.raises(Exception) as caught:
+            run_program(dev_config, preview=True)
+        error = caught.value
+        while error is not None and not isinstance(error, pulumi.RunError):
+            error = error.__cause__ or error.__context__
+        assert isinstance(error, pulumi.RunError), caught.value
+        assert "tenants[0].gpuWorkloads[0] (tenant-a/share): 1 of 4 replicas refused" in str(error)
+        assert "CardInsufficientCore" in str(error) and "gpuCapacity.enforcement: warning" in str(error)
+
+    def test_a_warning_stack_deploys_and_says_so(self, dev_config, monkeypatch):
+        warnings: list[str] = []
+        monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warnings.append(message))
+        dev_config["tenants"][0]["gpuWorkloads"] = [{**SHARE, "replicas": 4}]
+        dev_config["gpuCapacity"] = {"enforcement": "warning"}
+        program = run_program(dev_config, preview=True)
+        assert program.exports["tenants"]["tenant-a"]["gpuPlan"]["fits"] is False
+        assert program.of_type("kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane")
+        assert len(warnings) == 1 and "1 of 4 replicas refused" in warnings[0]
