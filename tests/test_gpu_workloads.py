@@ -124,7 +124,9 @@ class TestPlan:
 
     def test_no_fix_within_the_limits_says_so(self, dev_config):
         platform = tenant_with(dev_config, {**SHARE, "replicas": 1000}, podCidr="10.36.0.0/22")
-        assert smallest_fix(platform.tenants[0], "kamaji").startswith("none within the config's limits")
+        assert smallest_fix(platform.tenants[0], "kamaji").startswith(
+            "no more workers or cards within the config's limits (up to 4 workers, 12 cards per worker) "
+            "would do: make the workloads smaller")
 
     def test_the_refusal_names_the_workload_by_path(self, dev_config):
         platform = tenant_with(dev_config, {**SHARE, "replicas": 4})
@@ -134,6 +136,51 @@ class TestPlan:
             "available: 1 1/1 CardInsufficientCore. Smallest change that fits: 1 more worker(s) of this "
             "tenant's shape (workers: 2) or 1 more card(s) per worker (gpus.perWorker: 2)."]
         assert f"  - {problems[0]}" in (ROOT / "README.md").read_text(), "the README shows the real message"
+
+
+class TestQuotas:
+    """A namespace's gpuQuotas, counted as their enforcers count them."""
+
+    def test_kubernetes_refuses_to_create_a_pod_over_the_gpu_request_quota(self, dev_config):
+        """ResourceQuota admission (k8s.io/apiserver v0.35.4 admission/plugin/resourcequota/
+        controller.go): every created pod counts, and the message is the API server's."""
+        platform = tenant_with(dev_config, {**SHARE, "namespace": "ml"},
+                               gpuQuotas={"ml": {"requests.nvidia.com/gpu": 2}})
+        plan = plan_workloads(platform.tenants[0], "kamaji")
+        (share,) = plan.workloads
+        assert (share.placed, share.refused) == (Span(2, 2), Span(1, 1))
+        assert share.reason == ("exceeded quota: hami-gpu-quota, requested: requests.nvidia.com/gpu=1, "
+                                "used: requests.nvidia.com/gpu=2, limited: requests.nvidia.com/gpu=2")
+        assert share.kubectl_message.startswith("the API server refuses the pod (Forbidden): exceeded quota")
+        assert plan.fix.endswith("raise gpuQuotas of ml, or make the workloads smaller")
+
+    def test_hami_refuses_a_pod_over_its_memory_quota_on_every_card(self, dev_config):
+        """HAMi counts what the namespace's placed pods use (pkg/device/quota.go FitQuota) and refuses
+        each card: ResourceQuotaNotFit."""
+        platform = tenant_with(dev_config, {**SHARE, "namespace": "ml"},
+                               gpuQuotas={"ml": {"limits.nvidia.com/gpumem": 50000}})
+        (share,) = plan_workloads(platform.tenants[0], "kamaji").workloads
+        assert (share.placed, share.refused) == (Span(2, 2), Span(1, 1))
+        assert share.reason == "1/1 ResourceQuotaNotFit"
+        assert share.kubectl_message == "0/1 nodes are available: 1 1/1 ResourceQuotaNotFit."
+
+    def test_a_quota_of_another_namespace_changes_nothing(self, dev_config):
+        platform = tenant_with(dev_config, SHARE, gpuQuotas={"ml": {"limits.nvidia.com/gpucores": 10}})
+        assert plan_workloads(platform.tenants[0], "kamaji").fits
+
+    def test_the_quota_counts_every_card_of_a_pod(self):
+        """fitQuota sums the pod's cards picked so far with this one (device.go)."""
+        from kamaji_hami_platform.gpu.card_fit import GpuRequest, QuotaLeft, fit
+        from kamaji_hami_platform.gpu.devices import GpuDevice
+
+        cards = [GpuDevice(id=f"GPU-{i}", index=i, count=10, devmem=81920, devcore=100, type="NVIDIA A100")
+                 for i in range(2)]
+        request = GpuRequest(nums=2, memreq=20000, coresreq=10)
+        assert fit(cards, request, quota=QuotaLeft(memory=40000)).ok
+        assert fit(cards, request, quota=QuotaLeft(memory=30000)).reason == \
+            "1/2 AllocatedCardsInsufficientRequest, 1/2 ResourceQuotaNotFit"
+        assert fit(cards, request, quota=QuotaLeft(cores=15)).reason == \
+            "1/2 AllocatedCardsInsufficientRequest, 1/2 ResourceQuotaNotFit"
 
 
 class TestProgram:

@@ -41,6 +41,16 @@ NUMA_NOT_FIT = "NumaNotFit"
 EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT = "ExclusiveDeviceAllocateConflict"
 NODE_INSUFFICIENT_DEVICE = "NodeInsufficientDevice"
 ALLOCATED_CARDS_INSUFFICIENT_REQUEST = "AllocatedCardsInsufficientRequest"
+RESOURCE_QUOTA_NOT_FIT = "ResourceQuotaNotFit"
+
+
+@dataclass(frozen=True)
+class QuotaLeft:
+    """What a namespace's HAMi quota still allows (limits.nvidia.com/gpumem MiB and gpucores %),
+    None where it sets no limit: HAMi's QuotaManager.FitQuota (pkg/device/quota.go)."""
+
+    memory: int | None = None
+    cores: int | None = None
 
 # Pod annotations Fit reads.
 USE_GPU_TYPE = "nvidia.com/use-gputype"
@@ -255,7 +265,21 @@ def _card_usable(device: GpuDevice, request: GpuRequest, pod: PodSelectors,
     return None
 
 
-def _card_check(device: GpuDevice, request: GpuRequest, pod: PodSelectors, policy: str | None) -> str | None:
+def _quota_fits(device: GpuDevice, request: GpuRequest, picked: list[GpuDevice],
+                quota: QuotaLeft | None) -> bool:
+    """HAMi's fitQuota (pkg/device/nvidia/device.go): the pod's cards picked so far and this one
+    against what the namespace's quota leaves."""
+    if quota is None:
+        return True
+    cores = min(request.coresreq, FULL_CARD_CORES)
+    memory = sum(request.memory_on(d) for d in (*picked, device))
+    if quota.memory is not None and memory > quota.memory:
+        return False
+    return quota.cores is None or cores * (len(picked) + 1) <= quota.cores
+
+
+def _card_check(device: GpuDevice, request: GpuRequest, pod: PodSelectors, policy: str | None,
+                picked: list[GpuDevice] | None = None, quota: QuotaLeft | None = None) -> str | None:
     """The checks Fit makes after its NUMA bookkeeping, in HAMi's order, or None when it fits."""
     if not _uuid_matches(device, pod):
         return CARD_UUID_MISMATCH
@@ -264,6 +288,8 @@ def _card_check(device: GpuDevice, request: GpuRequest, pod: PodSelectors, polic
     if policy == "mutex" and device.used > 0:
         return EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT
     cores = min(request.coresreq, FULL_CARD_CORES)
+    if not _quota_fits(device, request, picked or [], quota):
+        return RESOURCE_QUOTA_NOT_FIT
     if device.devmem - device.usedmem < request.memory_on(device):
         return CARD_INSUFFICIENT_MEMORY
     if device.devcore - device.usedcores < cores:
@@ -276,7 +302,8 @@ def _card_check(device: GpuDevice, request: GpuRequest, pod: PodSelectors, polic
 
 
 def fit(devices: list[GpuDevice], request: GpuRequest, *, pod_annotations: Mapping[str, str] | None = None,
-        policy: str | None = None, cordoned_ids: frozenset[str] = frozenset()) -> FitResult:
+        policy: str | None = None, cordoned_ids: frozenset[str] = frozenset(),
+        quota: QuotaLeft | None = None) -> FitResult:
     """Where HAMi would put this container on a node with these cards, or why it would not."""
     pod = PodSelectors.of(pod_annotations) if pod_annotations else NO_SELECTORS
     nvidia = [d for d in devices if DEVICE_TYPE_NVIDIA.lower() in d.type.lower()]
@@ -297,7 +324,7 @@ def fit(devices: list[GpuDevice], request: GpuRequest, *, pod_annotations: Mappi
             if picked:
                 reasons[NUMA_NOT_FIT] += len(picked)
             picked, previous_numa = [], device.numa
-        failure = _card_check(device, request, pod, policy)
+        failure = _card_check(device, request, pod, policy, picked, quota)
         if failure:
             reasons[failure] += 1
             continue

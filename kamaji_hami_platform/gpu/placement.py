@@ -45,7 +45,15 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from kamaji_hami_platform.gpu.card_fit import FULL_CARD_CORES, HAMI_SCORE_WEIGHT, GpuRequest, charge, f32, fit
+from kamaji_hami_platform.gpu.card_fit import (
+    FULL_CARD_CORES,
+    HAMI_SCORE_WEIGHT,
+    GpuRequest,
+    QuotaLeft,
+    charge,
+    f32,
+    fit,
+)
 from kamaji_hami_platform.gpu.devices import GpuDevice
 
 DEFAULT_GPU_POLICY = "spread"  # HAMi cmd/scheduler/main.go --gpu-scheduler-policy, chart values.yaml
@@ -179,11 +187,11 @@ class _Planner:
         return [replace(d, used=used, usedmem=memory, usedcores=cores)
                 for d, (used, memory, cores) in zip(self.base[name], usage, strict=True)]
 
-    def answer(self, name: str, usage: Usage, request: GpuRequest) -> _Answer:
-        key = (self.shape[name], usage, request)
+    def answer(self, name: str, usage: Usage, request: GpuRequest, quota: QuotaLeft | None = None) -> _Answer:
+        key = (self.shape[name], usage, request, quota)
         if key not in self.answers:
             devices = self.devices(name, usage)
-            found = fit(devices, request, policy=self.policy)
+            found = fit(devices, request, policy=self.policy, quota=quota)
             index = {d.id: i for i, d in enumerate(devices)}
             self.answers[key] = _Answer(found.ok, tuple(index[c] for c in found.device_ids), found.reason)
         return self.answers[key]
@@ -240,38 +248,72 @@ def _scheduler_message(reasons: dict[str, str]) -> str:
     return f"0/{len(reasons)} nodes are available: {body}."
 
 
+QuotaUsage = tuple[tuple[str, int, int], ...]  # per quota'd namespace: MiB and cores HAMi has allocated
+
+
+def _quota_left(quotas: Mapping[str, QuotaLeft], used: QuotaUsage, namespace: str | None) -> QuotaLeft | None:
+    """What the namespace's HAMi quota leaves, given what its placed pods use (quota.go `Used`)."""
+    if namespace is None or namespace not in quotas:
+        return None
+    limit = quotas[namespace]
+    memory, cores = next(((m, c) for ns, m, c in used if ns == namespace), (0, 0))
+    return QuotaLeft(None if limit.memory is None else limit.memory - memory,
+                     None if limit.cores is None else limit.cores - cores)
+
+
+def _charged(used: QuotaUsage, namespace: str | None, quotas: Mapping[str, QuotaLeft], memory: int,
+             cores: int) -> QuotaUsage:
+    if namespace is None or namespace not in quotas:
+        return used
+    totals = {ns: (m, c) for ns, m, c in used}
+    m, c = totals.get(namespace, (0, 0))
+    totals[namespace] = (m + memory, c + cores)
+    return tuple(sorted((ns, m, c) for ns, (m, c) in totals.items()))
+
+
 def plan_sequence(nodes: Mapping[str, list[GpuDevice]], pods: list[GpuRequest], *,
-                  policy: str = DEFAULT_GPU_POLICY, node_policy: str = DEFAULT_NODE_POLICY) -> Plan:
+                  policy: str = DEFAULT_GPU_POLICY, node_policy: str = DEFAULT_NODE_POLICY,
+                  namespaces: list[str] | None = None, quotas: Mapping[str, QuotaLeft] | None = None) -> Plan:
     """Place pods one after another across nodes as HAMi would, following every node tie.
 
-    Works on copies: the caller's devices are not changed."""
+    `namespaces` (one per pod) and `quotas` (namespace -> HAMi's limits.nvidia.com/gpumem and
+    gpucores) add HAMi's quota check: what a namespace's placed pods use counts against the next
+    one's (pkg/device/quota.go FitQuota, called from Fit per card). Works on copies: the caller's
+    devices are not changed."""
     planner = _Planner(nodes, policy, node_policy)
-    frontier: dict[tuple, tuple[State, int]] = {(planner.canonical(planner.start), 0): (planner.start, 0)}
+    quotas = quotas or {}
+    start: tuple[State, int, QuotaUsage] = (planner.start, 0, ())
+    frontier: dict[tuple, tuple[State, int, QuotaUsage]] = {(planner.canonical(planner.start), 0, ()): start}
     placements, complete = [], True
     for number, request in enumerate(pods, start=1):
+        namespace = namespaces[number - 1] if namespaces else None
         outcome, following = _Outcome(), {}
-        for state, placed in frontier.values():
-            for successor, took in _step(planner, state, request, outcome):
+        for state, placed, used in frontier.values():
+            quota = _quota_left(quotas, used, namespace)
+            for successor, took, memory in _step(planner, state, request, outcome, quota):
                 count = placed + took
-                following.setdefault((planner.canonical(successor), count), (successor, count))
+                cores = min(request.coresreq, FULL_CARD_CORES) * request.nums
+                charged = _charged(used, namespace, quotas, memory, cores) if took else used
+                key = (planner.canonical(successor), count, charged)
+                following.setdefault(key, (successor, count, charged))
         if len(following) > MAX_BRANCHES:
             complete = False
             following = dict(sorted(following.items())[:MAX_BRANCHES])
         frontier = following
         placements.append(_placement(number, request, outcome))
-    placed = [count for _, count in frontier.values()]
-    cards = [_cards_in_use(state) for state, _ in frontier.values()]
+    placed = [count for _, count, _ in frontier.values()]
+    cards = [_cards_in_use(state) for state, _, _ in frontier.values()]
     final = [{name: planner.devices(name, state[planner.position[name]]) for name in planner.names}
-             for state, _ in frontier.values()]
+             for state, _, _ in frontier.values()]
     return Plan(placements, Span(min(placed), max(placed)),
                 Span(len(pods) - max(placed), len(pods) - min(placed)),
                 Span(min(cards), max(cards)), len(frontier), complete, final)
 
 
-def _step(planner: _Planner, state: State, request: GpuRequest,
-          outcome: _Outcome) -> list[tuple[State, int]]:
-    """(state, pods placed: 0 or 1) for each way one pod may go from `state`."""
-    answers, moves = _moves(planner, state, request)
+def _step(planner: _Planner, state: State, request: GpuRequest, outcome: _Outcome,
+          quota: QuotaLeft | None = None) -> list[tuple[State, int, int]]:
+    """(state, pods placed: 0 or 1, MiB it was charged) for each way one pod may go from `state`."""
+    answers, moves = _moves(planner, state, request, quota)
     if not moves:
         outcome.branches_refused += 1
         reasons = {name: answer.reason for name, answer in answers.items()}
@@ -281,7 +323,7 @@ def _step(planner: _Planner, state: State, request: GpuRequest,
             text = "; ".join(f"{n}: {r}" for n, r in reasons.items()) if len(reasons) > 1 \
                 else next(iter(reasons.values()))
             outcome.refusals[text] = (_hami_events(reasons), _scheduler_message(reasons))
-        return [(state, 0)]
+        return [(state, 0, 0)]
     outcome.branches_placed += 1
     for name, positions, _ in moves:
         for member in planner.classes[planner.class_of[name]]:
@@ -289,15 +331,17 @@ def _step(planner: _Planner, state: State, request: GpuRequest,
         devices = planner.devices(name, state[planner.position[name]])
         outcome.memory = outcome.memory or (request.memory_on(devices[positions[0]]),
                                             min(request.coresreq, FULL_CARD_CORES))
-    return [(successor, 1) for _, _, successor in moves]
+    return [(successor, 1, sum(request.memory_on(planner.base[name][i]) for i in positions))
+            for name, positions, successor in moves]
 
 
 Move = tuple[str, tuple[int, ...], State]  # node, card positions, the state after
 
 
-def _moves(planner: _Planner, state: State, request: GpuRequest) -> tuple[dict[str, _Answer], list[Move]]:
+def _moves(planner: _Planner, state: State, request: GpuRequest,
+           quota: QuotaLeft | None = None) -> tuple[dict[str, _Answer], list[Move]]:
     """Every node's answer, and each way HAMi may place the pod: one per tied best node."""
-    answers = {name: planner.answer(name, state[i], request) for i, name in enumerate(planner.names)}
+    answers = {name: planner.answer(name, state[i], request, quota) for i, name in enumerate(planner.names)}
     fitting = [name for name, answer in answers.items() if answer.ok]
     if not fitting:
         return answers, []

@@ -7,7 +7,11 @@ nodes ties, the counts are ranges (placement.py). A declaration fits when no rep
 any branch. If it does not fit, the smallest change that makes it fit is searched for with the same
 planner: N more workers of the tenant's shape, or M more cards per worker.
 
-Not modelled here: ResourceQuota (a namespace's gpuQuotas) against the declared workloads.
+A namespace's `gpuQuotas` count too, as their enforcers count them: Kubernetes refuses to create a
+pod whose `requests.nvidia.com/gpu` would exceed the quota (ResourceQuota admission: every created
+pod counts, Pending ones included; k8s.io/apiserver v0.35 admission/plugin/resourcequota/
+controller.go), and HAMi refuses on every card a pod whose `limits.nvidia.com/gpumem`/`gpucores`
+would exceed what the namespace's placed pods leave (`ResourceQuotaNotFit`, pkg/device/quota.go).
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ from typing import Any
 
 from kamaji_hami_platform import names
 from kamaji_hami_platform.config import MAX_CARDS_PER_NODE, NODE_POD_CIDR_PREFIX, GpuWorkload, TenantConfig
-from kamaji_hami_platform.gpu.card_fit import GpuRequest
+from kamaji_hami_platform.gpu.card_fit import GpuRequest, QuotaLeft
 from kamaji_hami_platform.gpu.devices import GpuDevice, tenant_devices
 from kamaji_hami_platform.gpu.placement import Span, capacity, plan_sequence
+from kamaji_hami_platform.gpu.render import QUOTA_NAME
 
 
 @dataclass
@@ -92,9 +97,51 @@ def workload_request(workload: GpuWorkload) -> GpuRequest:
     return request
 
 
-def _sequence(workloads: tuple[GpuWorkload, ...]) -> list[tuple[int, GpuRequest]]:
-    """(workload index, request) of every replica, in declared order."""
-    return [(index, workload_request(w)) for index, w in enumerate(workloads) for _ in range(w.replicas)]
+GPU_REQUESTS_QUOTA = "requests.nvidia.com/gpu"
+HAMI_MEMORY_QUOTA = "limits.nvidia.com/gpumem"
+HAMI_CORES_QUOTA = "limits.nvidia.com/gpucores"
+
+
+@dataclass
+class _Sequence:
+    """The replicas in declared order: those the API server admits, and why the others are not."""
+
+    admitted: list[tuple[int, GpuRequest, str]] = field(default_factory=list)  # workload, request, ns
+    forbidden: dict[int, list[str]] = field(default_factory=dict)  # workload -> one reason per pod
+
+
+def _sequence(tenant: TenantConfig) -> _Sequence:
+    """Each replica in turn, through the ResourceQuota admission of its namespace's
+    requests.nvidia.com/gpu (every created pod counts, placed or Pending)."""
+    sequence, used = _Sequence(), dict[str, int]()
+    for index, workload in enumerate(tenant.gpu_workloads):
+        request = workload_request(workload)
+        limit = tenant.gpu_quotas.get(workload.namespace, {}).get(GPU_REQUESTS_QUOTA)
+        for _ in range(workload.replicas):
+            taken = used.get(workload.namespace, 0)
+            if limit is not None and taken + workload.gpu > limit:
+                sequence.forbidden.setdefault(index, []).append(
+                    f"exceeded quota: {QUOTA_NAME}, requested: {GPU_REQUESTS_QUOTA}={workload.gpu}, "
+                    f"used: {GPU_REQUESTS_QUOTA}={taken}, limited: {GPU_REQUESTS_QUOTA}={limit}")
+                continue
+            used[workload.namespace] = taken + workload.gpu
+            sequence.admitted.append((index, request, workload.namespace))
+    return sequence
+
+
+def _hami_quotas(tenant: TenantConfig) -> dict[str, QuotaLeft]:
+    """namespace -> HAMi's own quota limits (limits.nvidia.com/gpumem MiB, gpucores %)."""
+    return {namespace: QuotaLeft(limits.get(HAMI_MEMORY_QUOTA), limits.get(HAMI_CORES_QUOTA))
+            for namespace, limits in tenant.gpu_quotas.items()
+            if HAMI_MEMORY_QUOTA in limits or HAMI_CORES_QUOTA in limits}
+
+
+def _plan(tenant: TenantConfig, cluster: str, sequence: _Sequence) -> Any:
+    requests = [request for _, request, _ in sequence.admitted]
+    return plan_sequence(tenant_devices(tenant, cluster), requests, policy=tenant.hami.gpu_scheduler_policy,
+                         node_policy=tenant.hami.node_scheduler_policy,
+                         namespaces=[namespace for _, _, namespace in sequence.admitted],
+                         quotas=_hami_quotas(tenant))
 
 
 def _interchangeable(nodes: dict[str, list[GpuDevice]]) -> dict[str, list[str]]:
@@ -133,22 +180,24 @@ def plan_workloads(tenant: TenantConfig, cluster: str) -> WorkloadPlan:
     """The tenant's declared workloads on its configured cards, with HAMi's policies."""
     nodes = tenant_devices(tenant, cluster)
     policy, node_policy = tenant.hami.gpu_scheduler_policy, tenant.hami.node_scheduler_policy
-    sequence = _sequence(tenant.gpu_workloads)
-    planned = plan_sequence(nodes, [request for _, request in sequence], policy=policy,
-                            node_policy=node_policy)
+    sequence = _sequence(tenant)
+    planned = _plan(tenant, cluster, sequence)
     results = []
     for index, workload in enumerate(tenant.gpu_workloads):
-        mine = [p for p, (owner, _) in zip(planned.placements, sequence, strict=True) if owner == index]
+        mine = [p for p, (owner, _, _) in zip(planned.placements, sequence.admitted, strict=True)
+                if owner == index]
         certain_placed = sum(1 for p in mine if p.ok)
         maybe = sum(1 for p in mine if p.maybe_refused)
         refusal = next((p for p in mine if not p.ok), None)
+        forbidden = sequence.forbidden.get(index, [])
         result = WorkloadResult(
             workload.name, workload.namespace, workload.replicas,
             placed=Span(certain_placed, certain_placed + maybe),
             refused=Span(workload.replicas - certain_placed - maybe, workload.replicas - certain_placed),
             nodes=sorted({node for p in mine for node in p.nodes}),
-            reason=refusal.reason if refusal else "",
-            kubectl_message=refusal.scheduler_message if refusal else "")
+            reason=forbidden[0] if forbidden else (refusal.reason if refusal else ""),
+            kubectl_message=(f"the API server refuses the pod (Forbidden): {forbidden[0]}" if forbidden
+                             else refusal.scheduler_message if refusal else ""))
         if planned.final:
             result.headroom = _headroom(planned.final, workload_request(workload), policy, node_policy)
         results.append(result)
@@ -160,11 +209,8 @@ def plan_workloads(tenant: TenantConfig, cluster: str) -> WorkloadPlan:
 
 
 def _fits(tenant: TenantConfig, cluster: str) -> bool:
-    nodes = tenant_devices(tenant, cluster)
-    requests = [request for _, request in _sequence(tenant.gpu_workloads)]
-    planned = plan_sequence(nodes, requests, policy=tenant.hami.gpu_scheduler_policy,
-                            node_policy=tenant.hami.node_scheduler_policy)
-    return planned.refused.high == 0
+    sequence = _sequence(tenant)
+    return not sequence.forbidden and _plan(tenant, cluster, sequence).refused.high == 0
 
 
 def _max_workers(tenant: TenantConfig) -> int:
@@ -189,8 +235,11 @@ def smallest_fix(tenant: TenantConfig, cluster: str) -> str:
                            f"(gpus.perWorker: {per_worker})")
             break
     if not options:
-        return (f"none within the config's limits (up to {_max_workers(tenant)} workers, "
-                f"{MAX_CARDS_PER_NODE} cards per worker): make the workloads smaller")
+        quota = sorted({w.namespace for w in tenant.gpu_workloads if w.namespace in tenant.gpu_quotas})
+        raise_quota = f"raise gpuQuotas of {', '.join(quota)}, or " if quota else ""
+        return (f"no more workers or cards within the config's limits (up to {_max_workers(tenant)} "
+                f"workers, {MAX_CARDS_PER_NODE} cards per worker) would do: {raise_quota}"
+                "make the workloads smaller")
     return " or ".join(options)
 
 
