@@ -181,7 +181,7 @@ class TestSchemaOverGrpc:
         assert inputs["helmValues"]["additionalProperties"]["$ref"] == "pulumi.json#/Any"
         assert inputs["chart"]["$ref"] == _type_ref("ChartSource")
         outputs = resource["properties"]
-        assert set(outputs) == {"cards", "capacity"}
+        assert set(outputs) == {"cards", "capacity", "gpuPlan"}
         assert outputs["cards"]["additionalProperties"]["items"]["type"] == "string"
         assert outputs["capacity"]["additionalProperties"]["$ref"] == "pulumi.json#/Any"
 

@@ -15,6 +15,7 @@ from kamaji_hami_platform.config import TenantConfig
 from kamaji_hami_platform.gpu import render
 from kamaji_hami_platform.gpu.capacity import reference_request, tenant_capacity_summary
 from kamaji_hami_platform.gpu.devices import GpuDevice, tenant_devices
+from kamaji_hami_platform.gpu.workloads import plan_workloads
 from kamaji_hami_platform.helm import chart_args, deep_merge
 from kamaji_hami_platform.kubernetes_objects import create_objects
 from kamaji_hami_platform.providers import check_provider_args, cluster_provider
@@ -71,6 +72,9 @@ class HamiNodePool(pulumi.ComponentResource):
     """The tenant's GPU capacity (cards, memoryMiB, cores, slots) and how many pods of the
     reference shape HAMi would place (referencePodsThatFit, from the planner): a number, or
     `{min, max}` when it depends on which of several tied nodes HAMi picks."""
+    gpu_plan: dict[str, Any]
+    """The tenant's declared gpu_workloads planned as HAMi would place them (fits, per workload
+    placed/refused/headroom, per card what is left, the smallest fix); empty without workloads."""
 
     def __init__(self, name: str, args: HamiNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         where = f"HamiNodePool {name!r}"
@@ -125,7 +129,8 @@ class HamiNodePool(pulumi.ComponentResource):
 
         self.cards = {node: [d.id for d in node_devices] for node, node_devices in devices.items()}
         self.capacity = tenant_capacity_summary(tenant, cluster_name, reference_pod)
-        self.register_outputs({"cards": self.cards, "capacity": self.capacity})
+        self.gpu_plan = plan_workloads(tenant, cluster_name).as_output() if tenant.gpu_workloads else {}
+        self.register_outputs({"cards": self.cards, "capacity": self.capacity, "gpuPlan": self.gpu_plan})
 
     @staticmethod
     def _register_node(name: str, node: str, devices: list[GpuDevice], mock: bool,
