@@ -951,15 +951,25 @@ def load_config() -> PlatformConfig:
     return parse_config(raw)
 
 
-def load_stack_file(path: Path) -> PlatformConfig:
-    """The platform config of a stack file (`Pulumi.<stack>.yaml`), validated; without Pulumi."""
+def read_stack_file(path: Path) -> dict[str, Any]:
+    """The platform's raw keys of a stack file (`Pulumi.<stack>.yaml`), not validated: for callers
+    that change them before parse_config (the planner's what-if flags)."""
     if not path.is_file():
         raise ValueError(f"no stack config {path.name} in {path.parent}")
-    document = yaml.safe_load(path.read_text()) or {}
+    try:
+        document = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        raise ValueError(f"{path.name}: not valid YAML: {error}") from None
+    if not isinstance(document, Mapping) or not isinstance(document.get("config") or {}, Mapping):
+        raise ValueError(f"{path.name}: not a stack file (no `config:` mapping)")
     prefix = f"{PROJECT}:"
-    raw = {key[len(prefix):]: value for key, value in (document.get("config") or {}).items()
-           if key.startswith(prefix)}
-    return parse_config(raw)
+    return {key[len(prefix):]: value for key, value in (document.get("config") or {}).items()
+            if key.startswith(prefix)}
+
+
+def load_stack_file(path: Path) -> PlatformConfig:
+    """The platform config of a stack file (`Pulumi.<stack>.yaml`), validated; without Pulumi."""
+    return parse_config(read_stack_file(path))
 
 
 def load_stack(stack: str, root: Path | None = None) -> PlatformConfig:

@@ -2,6 +2,8 @@
 a stack file, as a table or JSON. No cluster and no Pulumi CLI needed.
 
     kamaji-hami-plan plan --stack dev --pod gpumem=20000,gpucores=30 --count 4 [--json]
+    kamaji-hami-plan workloads --stack dev [--add-workers tenant-a=1] [--cards-per-worker tenant-a=2] [--json]
+    kamaji-hami-plan compare --base BASE_FILE --head HEAD_FILE [--markdown]
     python -m kamaji_hami_platform.planner plan ...            (the same)
 
 `--stack NAME` reads `Pulumi.NAME.yaml` in the current directory; `--stack-file PATH` any file.
@@ -16,6 +18,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from kamaji_hami_platform.capacity_compare import format_markdown, format_text, head_fits, load_side
+from kamaji_hami_platform.capacity_report import (
+    ADD_WORKERS,
+    CARDS_PER_WORKER,
+    format_workloads,
+    load_with_what_ifs,
+    parse_what_if,
+    workloads_report,
+)
 from kamaji_hami_platform.config import ConfigError, PlatformConfig, load_stack, load_stack_file
 from kamaji_hami_platform.gpu.capacity import plan_tenant
 from kamaji_hami_platform.gpu.card_fit import GpuRequest
@@ -113,29 +124,92 @@ def _verdict(summary: dict[str, Any]) -> str:
     return verdict
 
 
-def main(argv: list[str] | None = None) -> int:
+EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_BAD_ARGUMENTS = 0, 1, 2
+WORKLOADS_EPILOG = """exit status: 0 when every declared replica fits, 1 when one does not (or may not, as
+HAMi breaks a node tie), 2 for bad arguments or a stack file that does not validate."""
+COMPARE_EPILOG = """exit status: 0 when everything fits in HEAD, 1 when something does not or HEAD does not
+validate, 2 for bad arguments. A missing or invalid BASE is reported, not an error."""
+
+
+def _add_stack_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--stack", default="dev",
+                         help="stack whose Pulumi.<stack>.yaml (in the current directory) to read")
+    command.add_argument("--stack-file", type=Path, help="a stack file to read instead of --stack")
+    command.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _stack_path(args: argparse.Namespace) -> Path:
+    return args.stack_file or Path.cwd() / f"Pulumi.{args.stack}.yaml"
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kamaji-hami-plan",
                                      description="Offline HAMi placement planner for a stack's tenants.")
     commands = parser.add_subparsers(dest="command", required=True)
     plan_cmd = commands.add_parser("plan", help="place N identical GPU pods in every tenant")
-    plan_cmd.add_argument("--stack", default="dev",
-                          help="stack whose Pulumi.<stack>.yaml (in the current directory) to read")
-    plan_cmd.add_argument("--stack-file", type=Path, help="a stack file to read instead of --stack")
+    _add_stack_arguments(plan_cmd)
     plan_cmd.add_argument("--pod", default="gpumem=20000,gpucores=30",
                           help="pod limits: gpu=N,gpumem=MiB,gpumem-percentage=P,gpucores=P")
     plan_cmd.add_argument("--count", type=int, default=4, help="number of pods to place")
-    plan_cmd.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    args = parser.parse_args(argv)
+    workloads_cmd = commands.add_parser(
+        "workloads", help="plan each tenant's declared gpuWorkloads", epilog=WORKLOADS_EPILOG,
+        description="Each tenant's declared gpuWorkloads planned as HAMi would place them: per workload "
+                    "placed, refused, headroom, the refusal kubectl would show; per card what is left; "
+                    "`fits` or the smallest change that fits.")
+    _add_stack_arguments(workloads_cmd)
+    for flag, meaning in ((ADD_WORKERS, "plan with N more workers of TENANT's shape"),
+                          (CARDS_PER_WORKER, "plan with N cards per worker of TENANT (gpus.perWorker)")):
+        workloads_cmd.add_argument(flag, action="append", default=[], metavar="TENANT=N",
+                                   help=f"what-if: {meaning}; repeatable, validated like the stack file")
+    compare_cmd = commands.add_parser(
+        "compare", help="declared gpuWorkloads of a base stack file against a head one (pull requests)",
+        epilog=COMPARE_EPILOG)
+    compare_cmd.add_argument("--base", type=Path, required=True,
+                             help="the base branch's stack file (may be missing: a new stack)")
+    compare_cmd.add_argument("--head", type=Path, required=True, help="the pull request's stack file")
+    compare_cmd.add_argument("--title", help="heading (default: GPU capacity: <head file name>)")
+    compare_cmd.add_argument("--markdown", action="store_true", help="Markdown for a GitHub job summary")
+    return parser
+
+
+def _plan(args: argparse.Namespace) -> int:
+    if args.count < 1:
+        raise ValueError("--count must be at least 1")
+    platform = load_stack_file(args.stack_file) if args.stack_file else load_stack(args.stack)
+    report = plan_report(platform, parse_pod(args.pod), args.count)
+    print(json.dumps(report, indent=2) if args.json else format_table(report))
+    return EXIT_FITS
+
+
+def _workloads(args: argparse.Namespace) -> int:
+    what_ifs = [parse_what_if(ADD_WORKERS, spec) for spec in args.add_workers]
+    what_ifs += [parse_what_if(CARDS_PER_WORKER, spec) for spec in args.cards_per_worker]
+    path = _stack_path(args)
+    platform, changes = load_with_what_ifs(path, what_ifs)
+    report = workloads_report(platform, path.name, changes)
+    print(json.dumps(report.as_output(), indent=2) if args.json else format_workloads(report))
+    return EXIT_FITS if report.fits else EXIT_DOES_NOT_FIT
+
+
+def _compare(args: argparse.Namespace) -> int:
+    if not args.head.is_file():
+        raise ValueError(f"--head: no stack file {args.head}")
+    base, head = load_side(args.base), load_side(args.head)
+    title = args.title or f"GPU capacity: {args.head.name}"
+    print(format_markdown(base, head, title) if args.markdown else format_text(base, head, title))
+    return EXIT_FITS if head_fits(head) else EXIT_DOES_NOT_FIT
+
+
+COMMANDS = {"plan": _plan, "workloads": _workloads, "compare": _compare}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     try:
-        if args.count < 1:
-            raise ValueError("--count must be at least 1")
-        platform = load_stack_file(args.stack_file) if args.stack_file else load_stack(args.stack)
-        report = plan_report(platform, parse_pod(args.pod), args.count)
+        return COMMANDS[args.command](args)
     except (ValueError, ConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(json.dumps(report, indent=2) if args.json else format_table(report))
-    return 0
+        return EXIT_BAD_ARGUMENTS
 
 
 if __name__ == "__main__":

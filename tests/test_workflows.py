@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -146,3 +150,78 @@ def test_makefile_never_logs_in_and_preview_needs_no_docker_or_kind():
     preview = re.search(r"^preview:(.*)$", makefile, re.M).group(1)
     assert "check-tools" not in preview and "stack" in preview
     assert "--policy-pack policy" in makefile.split("\npreview:", 1)[1].split("\n\n", 1)[0]
+
+
+def capacity_step(workflow: dict) -> dict:
+    (step,) = [s for s in steps(workflow, "preview") if "planner compare" in s.get("run", "")]
+    return step
+
+
+def test_preview_writes_the_gpu_capacity_comparison_to_the_job_summary_without_secrets():
+    """Offline (no secret, no cluster), after a failed preview too, and never failing the job."""
+    workflow = load("preview.yml")
+    step = capacity_step(workflow)
+    assert step["if"] == "always()" and step["continue-on-error"] is True
+    assert "secrets." not in yaml.safe_dump(step)
+    assert not any(key in yaml.safe_dump(step) for key in ("kubectl", "KUBECONFIG", "kind "))
+    script = step["run"]
+    assert '--markdown >> "$GITHUB_STEP_SUMMARY"' in script
+    # Exit 1 (something does not fit) is a result, not a failure: the script must not end on it.
+    assert "|| status=$?" in script and 'if [ "$status" -gt 1 ]' in script
+    assert capacity_step(workflow) is steps(workflow, "preview")[-1], "after the preview it reports on"
+
+
+def test_the_capacity_step_reads_the_base_refs_stack_file_and_handles_a_new_stack():
+    step = capacity_step(load("preview.yml"))
+    # The base ref through env: a branch name in ${{ }} inside `run` would be spliced into the script.
+    assert step["env"]["BASE_REF"] == "${{ github.base_ref }}"
+    assert step["env"]["STACK"] == "${{ matrix.stack }}" and "${{" not in step["run"]
+    script = step["run"]
+    assert ('git fetch --no-tags --depth=1 origin "+refs/heads/$BASE_REF:refs/remotes/origin/$BASE_REF"'
+            in script)
+    assert 'git show "origin/$BASE_REF:$stack_file" > "$base"' in script
+    # A stack new in the pull request has no base file: compare gets a missing path and says so.
+    assert '|| rm -f "$base"' in script
+    assert 'compare --base "$base" --head "$stack_file"' in script
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=cwd,
+                   check=True, capture_output=True)
+
+
+WORKLOAD = "      gpuWorkloads: [{name: share, replicas: 4, gpumem: 20000, gpucores: 30}]\n"
+
+
+def _with_workload(text: str, workers: int) -> str:
+    """The dev stack with tenant-a at `workers` workers, declaring four 20000 MiB / 30 % pods."""
+    head, tail = text.split("    - name: tenant-b", 1)
+    head = head.replace("      workers: 1\n", f"      workers: {workers}\n") + WORKLOAD
+    return head + "    - name: tenant-b" + tail
+
+
+@pytest.mark.skipif(shutil.which("git") is None or shutil.which("bash") is None, reason="needs git and bash")
+def test_the_capacity_step_run_as_github_would_on_a_shallow_checkout(tmp_path):
+    """The step's script in a depth-1 clone of a pull request whose head drops a worker (dev) and
+    adds a stack (ci): the summary gets the marked refusal and the new stack, and it exits 0."""
+    origin, checkout = tmp_path / "origin", tmp_path / "checkout"
+    origin.mkdir()
+    _git(origin, "init", "-q", "-b", "main")
+    dev = (ROOT / "Pulumi.dev.yaml").read_text()
+    (origin / "Pulumi.dev.yaml").write_text(_with_workload(dev, 2))
+    _git(origin, "add", ".")
+    _git(origin, "commit", "-qm", "base")
+    _git(tmp_path, "clone", "-q", "--depth=1", f"file://{origin}", str(checkout))
+    (checkout / "Pulumi.dev.yaml").write_text(_with_workload(dev, 1))
+    (checkout / "Pulumi.ci.yaml").write_text((ROOT / "Pulumi.ci.yaml").read_text())
+    (checkout / ".venv").symlink_to(sys.prefix)
+    summary = tmp_path / "summary.md"
+    for stack in PREVIEWED_STACKS:
+        env = {**os.environ, "BASE_REF": "main", "STACK": stack, "RUNNER_TEMP": str(tmp_path / "runner"),
+               "GITHUB_STEP_SUMMARY": str(summary), "PYTHONPATH": str(ROOT)}
+        done = subprocess.run(["bash", "-e", "-c", capacity_step(load("preview.yml"))["run"]], cwd=checkout,
+                              env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    dev_part, ci_part = summary.read_text().split("### GPU capacity: ci stack")
+    assert "| tenant-a | share | 4 of 4 | 0 | 2 | 3 of 4 | 1 | 0 | ⚠ more refused, ⚠ less room |" in dev_part
+    assert "The base branch has no Pulumi.ci.yaml (a new stack)" in ci_part
