@@ -25,8 +25,11 @@ REFUSAL = "kubectl describe pod: 0/1 nodes are available: 1 1/1 CardInsufficient
 
 def stack_file(tmp_path: Path, name: str = "Pulumi.dev.yaml", workers: int = 1,
                workloads: list[dict[str, Any]] | None = None, **tenant_a: Any) -> Path:
-    """The dev stack's config with tenant-a changed and declaring `workloads` (default SHARE)."""
+    """The dev stack's config with tenant-a changed and declaring `workloads` (default SHARE), the
+    other tenants declaring none."""
     document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    for other in document["config"][TENANTS][1:]:
+        other.pop("gpuWorkloads", None)
     tenant = document["config"][TENANTS][0]
     tenant.update(workers=workers, gpuWorkloads=[SHARE] if workloads is None else workloads, **tenant_a)
     if not tenant["gpuWorkloads"]:
@@ -76,7 +79,7 @@ class TestWorkloads:
 
     def test_no_declared_workloads_fits(self, capsys, monkeypatch):
         monkeypatch.chdir(ROOT)
-        code, out, _ = run(capsys, "workloads", "--stack", "dev")
+        code, out, _ = run(capsys, "workloads", "--stack", "ci")
         assert code == 0 and "no tenant declares gpuWorkloads" in out
 
     def test_three_replicas_fit_with_headroom_zero(self, tmp_path, capsys):
