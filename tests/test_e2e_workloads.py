@@ -3,6 +3,7 @@ what HAMi did against the plan (wrong counts, wrong nodes, wrong order fail; eve
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -197,3 +198,106 @@ def test_refusal_codes_across_nodes_and_branches():
                           "n2: 1/1 CardTimeSlicingExhausted | 1/1 CardInsufficientCore")
     assert workloads.refusal_codes(placement) == ["CardInsufficientCore", "CardInsufficientMemory",
                                                   "CardTimeSlicingExhausted"]
+
+
+class FakeHami:
+    """The CoreV1Api calls the live case makes, with a HAMi that places each new pod as the plan's
+    first outcome does (or `misplace` says), refusing the rest with a FilteringFailed event."""
+
+    def __init__(self, expected: DeclaredPlan, misplace: dict[str, str] | None = None) -> None:
+        self.places = list(sorted(expected.outcomes)[0])
+        self.expected, self.misplace = expected, misplace or {}
+        self.namespaces = {"default"}
+        self.pods: dict[tuple[str, str], Any] = {}
+        self.events: list[Any] = []
+        self.deleted_namespaces: list[str] = []
+
+    def read_namespace(self, name: str, **_: Any) -> Any:
+        from kubernetes.client.exceptions import ApiException
+
+        if name not in self.namespaces:
+            raise ApiException(status=404)
+        return SimpleNamespace(status=SimpleNamespace(phase="Active"))
+
+    def create_namespace(self, body: dict[str, Any], **_: Any) -> None:
+        self.namespaces.add(body["metadata"]["name"])
+
+    def delete_namespace(self, name: str, **_: Any) -> None:
+        self.namespaces.discard(name)
+        self.deleted_namespaces.append(name)
+        self.pods = {key: pod for key, pod in self.pods.items() if key[0] != name}
+
+    def create_namespaced_pod(self, namespace: str, body: dict[str, Any], **_: Any) -> None:
+        name = body["metadata"]["name"]
+        replica = next(r for r in self.expected.replicas if r.pod == name)
+        uid = f"uid-{name}"
+        annotations, node = {}, None
+        if self.expected.placement(replica).ok:
+            node, cards = self.places.pop(next(i for i, p in enumerate(self.places)
+                                               if p[0] in self.expected.placement(replica).nodes))
+            node = self.misplace.get(name, node)
+            annotations = {VGPU_NODE_ANNOTATION: node, ALLOCATED_ANNOTATION: f"{cards[0]},NVIDIA,1,1:;"}
+        else:
+            reason = self.expected.placement(replica).reason
+            self.events.append(SimpleNamespace(reason="FilteringFailed", message=f"1 nodes {reason}",
+                                               involved_object=SimpleNamespace(uid=uid)))
+        self.pods[(namespace, name)] = SimpleNamespace(
+            metadata=SimpleNamespace(name=name, uid=uid, annotations=annotations,
+                                     labels=body["metadata"]["labels"]),
+            spec=SimpleNamespace(node_name=node),
+            status=SimpleNamespace(phase="Running" if node else "Pending"))
+
+    def read_namespaced_pod(self, name: str, namespace: str, **_: Any) -> Any:
+        return self.pods[(namespace, name)]
+
+    def list_namespaced_event(self, namespace: str, field_selector: str, **_: Any) -> Any:
+        uid = field_selector.split("=", 1)[1]
+        return SimpleNamespace(items=[e for e in self.events if e.involved_object.uid == uid])
+
+    def list_namespaced_pod(self, namespace: str, label_selector: str, **_: Any) -> Any:
+        return SimpleNamespace(items=[p for (ns, _), p in self.pods.items()
+                                      if ns == namespace and label_selector in p.metadata.labels])
+
+    def delete_collection_namespaced_pod(self, namespace: str, label_selector: str, **_: Any) -> None:
+        self.pods = {key: pod for key, pod in self.pods.items()
+                     if key[0] != namespace or label_selector not in pod.metadata.labels}
+
+
+class TestLiveCaseAgainstAFakeHami:
+    """check_tenant's orchestration: the sequence, the judge, and the cleanup of what it created."""
+
+    @pytest.fixture
+    def run(self, dev_config, monkeypatch):
+        from tests.e2e import cases
+        from tests.e2e import test_declared_workloads as case
+
+        dev_config["tenants"][0]["gpuWorkloads"] = [TRAIN, INFER]
+        dev_config["gpuCapacity"] = {"enforcement": "warning"}
+        platform = parse_config(dev_config)
+        tenant = cases.GpuTenant(None, platform, platform.tenants[0], {})
+        expected = workloads.declared_plan(platform, platform.tenants[0])
+        monkeypatch.setattr(cases, "check_cards_empty_and_registered", lambda t: None)
+        monkeypatch.setattr(cases.time, "sleep", lambda seconds: None)
+        monkeypatch.setattr(cases, "cluster_evidence", lambda t: [])
+        live = SimpleNamespace(name="dev", platform=platform,
+                               outputs={"tenants": {"tenant-a": {"gpuPlan": expected.exported}}})
+
+        def check(fake: FakeHami) -> None:
+            monkeypatch.setattr(cases.GpuTenant, "core", lambda self: fake)
+            case.check_tenant(live, tenant)
+
+        return expected, check
+
+    def test_as_planned_passes_and_removes_only_what_it_created(self, run):
+        expected, check = run
+        fake = FakeHami(expected)
+        check(fake)
+        assert fake.deleted_namespaces == ["serving"], "default existed: only its pods go"
+        assert fake.pods == {}
+
+    def test_a_pod_on_another_node_fails_and_still_cleans_up(self, run):
+        expected, check = run
+        fake = FakeHami(expected, misplace={"e2e-train-2": WORKER_1})
+        with pytest.raises(AssertionError, match="HAMi did not do what the plan says"):
+            check(fake)
+        assert fake.pods == {} and fake.deleted_namespaces == ["serving"]
