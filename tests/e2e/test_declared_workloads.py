@@ -94,9 +94,9 @@ def _namespace_phase(t: GpuTenant, namespace: str) -> str | None:
         raise
 
 
-def create_missing_namespaces(t: GpuTenant, names: list[str]) -> list[str]:
-    """Create the namespaces that do not exist; the ones created (only those are deleted after)."""
-    created = []
+def create_missing_namespaces(t: GpuTenant, names: list[str], created: list[str]) -> None:
+    """Create the namespaces that do not exist, each added to `created` at once (only those are
+    deleted after, even when a later one fails)."""
     for namespace in names:
         phase = _namespace_phase(t, namespace)
         if phase == "Terminating":  # an earlier run's, on its way out: wait, then it is ours
@@ -106,7 +106,6 @@ def create_missing_namespaces(t: GpuTenant, names: list[str]) -> list[str]:
         if phase is None:
             core(t).create_namespace({"metadata": {"name": namespace}}, _request_timeout=T)
             created.append(namespace)
-    return created
 
 
 def delete_namespaces(t: GpuTenant, names: list[str]) -> None:
@@ -208,7 +207,7 @@ def check_tenant(live: LiveStack, t: GpuTenant) -> None:
     cases.check_cards_empty_and_registered(t)
     created: list[str] = []
     try:
-        created = create_missing_namespaces(t, used)
+        create_missing_namespaces(t, used, created)
         refused = deploy(t, expected)
         check_refusals(t, expected, refused)
         seen = [observe(t, replica) for replica in expected.replicas]
