@@ -29,7 +29,7 @@ help:
 	@echo "make sim      tenant objects against a real kube-apiserver built from Go modules (needs Go)"
 	@echo "make images   list every pinned image and chart"
 	@echo "make kamaji-chart  fetch and verify the pinned Kamaji chart (make preview does it)"
-	@echo "make e2e      acceptance cases TC-00..TC-08 against the deployed stack $(STACK)"
+	@echo "make e2e      acceptance cases TC-00..TC-08 and the declared workloads against the deployed stack $(STACK)"
 	@echo "make e2e-lifecycle  up, cases, no-op preview, destroy on a throwaway stack"
 	@echo "make unprotect-tenant TENANT=<name>  before removing a tenant from the config (its data goes)"
 
@@ -122,7 +122,8 @@ test-venv:
 
 # The live suite skips with its reason when no stack is reachable.
 e2e: venv
-	E2E_STACK=$(STACK) $(VENV)/bin/python -m pytest -m e2e -rs -v tests/e2e/test_acceptance.py
+	E2E_STACK=$(STACK) $(VENV)/bin/python -m pytest -m e2e -rs -v tests/e2e/test_acceptance.py \
+		tests/e2e/test_declared_workloads.py
 
 e2e-lifecycle: check-tools venv
 	E2E_LIFECYCLE=1 $(VENV)/bin/python -m pytest -m e2e -rs -v -s tests/e2e/test_lifecycle.py

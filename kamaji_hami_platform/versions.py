@@ -81,6 +81,11 @@ KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.35.0"
 
 # Image of the live suite's probe and test pods (tests/e2e).
 E2E_PROBE_IMAGE = "docker.io/library/busybox:1.36.1"
+# containerd's sandbox image, which every kindest/node built by kind v0.31.0 preloads (kind
+# images/base/files/etc/containerd/config.toml `sandbox_image`; pkg/build/nodeimage/buildcontext.go
+# puts it in the image in place of kubeadm's pause): the live suite's declared-workload pods run it,
+# so they need no pull and nothing to mirror.
+KIND_NODE_PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 
 # The oldest Pulumi CLI the program may run with: the engine must honour `replace_with`
 # (added in 3.207) and `deleted_with`; the platform is tested with the SDK pin of requirements.txt.
@@ -120,6 +125,7 @@ def pinned_table() -> list[tuple[str, str]]:
          f"{KUBE_SCHEDULER_IMAGE_REPOSITORY}:<tenant version>"),
         ("kubectl image (GPU capacity agent)", KUBECTL_IMAGE),
         ("busybox image (live suite probes)", E2E_PROBE_IMAGE),
+        ("pause image (live suite workload pods, preloaded)", KIND_NODE_PAUSE_IMAGE),
         ("kind CLI (e2e workflow)", KIND_CLI_VERSION),
     ]
 

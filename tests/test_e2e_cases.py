@@ -60,7 +60,7 @@ def tenant(dev_config, monkeypatch) -> cases.GpuTenant:
     t = cases.GpuTenant(None, platform, platform.tenants[0], {})
     monkeypatch.setattr(cases.GpuTenant, "core", lambda self: fake)
     monkeypatch.setattr(cases.GpuTenant, "metrics", lambda self: fake.metrics_text)
-    monkeypatch.setattr(cases, "evidence", lambda t, pods: "evidence")
+    monkeypatch.setattr(cases, "evidence", lambda t, pods, namespace=None: "evidence")
     return t
 
 

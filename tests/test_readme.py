@@ -18,6 +18,7 @@ README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     versions.KAMAJI_CHART_SOURCE.digest, versions.KAMAJI_ETCD_CHART_SOURCE.digest, versions.KAMAJI_IMAGE_TAG,
     versions.HAMI_CHART.version,
     versions.KINDNET_IMAGE, versions.KUBECTL_IMAGE, versions.E2E_PROBE_IMAGE, versions.KIND_CLI_VERSION,
+    versions.KIND_NODE_PAUSE_IMAGE,
 ])
 def test_every_pin_is_listed(pin):
     assert pin in README

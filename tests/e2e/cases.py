@@ -10,6 +10,7 @@ and from the cards the platform registered, never from literals. Every API call 
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,22 +100,29 @@ class GpuTenant:
             f"{SCHEDULER_NAME}:{METRICS_PORT}", HAMI_NAMESPACE, "metrics", _request_timeout=T)
 
 
-def evidence(t: GpuTenant, pods: list[str]) -> str:
-    """Events, HAMi annotations of pods and nodes, and the extender's last log lines."""
+def pod_evidence(t: GpuTenant, pods: list[str], namespace: str = NAMESPACE) -> list[str]:
+    """Phase, node, scheduler, HAMi annotations and events of each pod (best effort)."""
     api = t.core()
-    lines = [f"tenant {t.name}"]
+    lines = []
     for name in pods:
         try:
-            pod = api.read_namespaced_pod(name, NAMESPACE, _request_timeout=T)
+            pod = api.read_namespaced_pod(name, namespace, _request_timeout=T)
             hami = {k: v for k, v in (pod.metadata.annotations or {}).items() if "hami" in k}
-            lines.append(f"pod {name} (uid {pod.metadata.uid}): phase={pod.status.phase} "
+            lines.append(f"pod {namespace}/{name} (uid {pod.metadata.uid}): phase={pod.status.phase} "
                          f"node={pod.spec.node_name} scheduler={pod.spec.scheduler_name} annotations={hami}")
-            events = api.list_namespaced_event(NAMESPACE, field_selector=f"involvedObject.name={name}",
+            events = api.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}",
                                                _request_timeout=T)
             lines += [f"  event {e.reason} (pod uid {e.involved_object.uid}): {e.message}"
                       for e in events.items]
         except Exception as error:  # evidence is best effort: never hide the real failure
-            lines.append(f"pod {name}: {error}")
+            lines.append(f"pod {namespace}/{name}: {error}")
+    return lines
+
+
+def cluster_evidence(t: GpuTenant) -> list[str]:
+    """Each node's HAMi annotations and GPU allocatable, and the extender's last log lines."""
+    api = t.core()
+    lines = []
     try:
         for node in api.list_node(_request_timeout=T).items:
             hami = {k: v for k, v in (node.metadata.annotations or {}).items() if k.startswith("hami.io/")}
@@ -128,11 +136,16 @@ def evidence(t: GpuTenant, pods: list[str]) -> str:
                 lines.append(f"--- {pod.metadata.name} extender log (last 40 lines) ---\n{log}")
     except Exception as error:
         lines.append(f"nodes / scheduler log unavailable: {error}")
-    return "\n".join(lines)
+    return lines
 
 
-def read_pod(t: GpuTenant, name: str) -> Any:
-    return t.core().read_namespaced_pod(name, NAMESPACE, _request_timeout=T)
+def evidence(t: GpuTenant, pods: list[str], namespace: str = NAMESPACE) -> str:
+    """Events, HAMi annotations of pods and nodes, and the extender's last log lines."""
+    return "\n".join([f"tenant {t.name}", *pod_evidence(t, pods, namespace), *cluster_evidence(t)])
+
+
+def read_pod(t: GpuTenant, name: str, namespace: str = NAMESPACE) -> Any:
+    return t.core().read_namespaced_pod(name, namespace, _request_timeout=T)
 
 
 def pod_phase(t: GpuTenant, name: str) -> str:
@@ -154,25 +167,35 @@ def wait_running(t: GpuTenant, names: list[str], timeout: float = POD_TIMEOUT) -
              evidence=lambda: evidence(t, names))
 
 
-def wait_refused(t: GpuTenant, name: str, code: str) -> str:
-    """Wait for HAMi's FilteringFailed event naming `code` on this very pod (matched by UID: a
-    pod of the same name created earlier has events of its own), then require the pod to stay
-    Pending and unbound across one scheduler back-off; the event's message."""
-    uid = read_pod(t, name).metadata.uid
+def wait_refused(t: GpuTenant, name: str, code: str | Collection[str], namespace: str = NAMESPACE,
+                 hold: bool = True) -> str:
+    """Wait for HAMi's FilteringFailed event naming `code` (or one of several codes) on this very
+    pod (matched by UID: a pod of the same name created earlier has events of its own), then, with
+    `hold`, require the pod to stay Pending and unbound across one scheduler back-off; the event's
+    message. Without `hold` the caller holds several pods at once (`hold_refused`)."""
+    codes = (code,) if isinstance(code, str) else tuple(code)
+    uid = read_pod(t, name, namespace).metadata.uid
 
     def refused() -> str | None:
-        events = t.core().list_namespaced_event(NAMESPACE, field_selector=f"involvedObject.uid={uid}",
+        events = t.core().list_namespaced_event(namespace, field_selector=f"involvedObject.uid={uid}",
                                                 _request_timeout=T)
         return next((e.message for e in events.items
-                     if e.reason == FILTERING_FAILED and code in (e.message or "")), None)
+                     if e.reason == FILTERING_FAILED and any(c in (e.message or "") for c in codes)), None)
 
-    message = wait_for(f"{FILTERING_FAILED} naming {code} on {name} (uid {uid})", refused, POD_TIMEOUT,
-                       evidence=lambda: evidence(t, [name]))
-    time.sleep(SCHEDULER_BACKOFF + 2)
-    pod = read_pod(t, name)
-    assert pod.status.phase == "Pending" and not pod.spec.node_name, \
-        f"{name} was refused, then scheduled within one back-off\n{evidence(t, [name])}"
+    message = wait_for(f"{FILTERING_FAILED} naming {' or '.join(codes)} on {name} (uid {uid})", refused,
+                       POD_TIMEOUT, evidence=lambda: evidence(t, [name], namespace=namespace))
+    if hold:
+        hold_refused(t, [name], namespace)
     return message
+
+
+def hold_refused(t: GpuTenant, names: list[str], namespace: str = NAMESPACE) -> None:
+    """Refused pods stay Pending and unbound across one scheduler back-off (one wait for all)."""
+    time.sleep(SCHEDULER_BACKOFF + 2)
+    for name in names:
+        pod = read_pod(t, name, namespace)
+        assert pod.status.phase == "Pending" and not pod.spec.node_name, \
+            f"{name} was refused, then scheduled within one back-off\n{evidence(t, [name], namespace)}"
 
 
 def check_cards_empty_and_registered(t: GpuTenant) -> None:
