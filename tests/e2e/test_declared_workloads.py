@@ -128,9 +128,9 @@ def create_pod(t: GpuTenant, replica: Replica) -> None:
     try:
         core(t).create_namespaced_pod(replica.namespace, replica_pod(replica), _request_timeout=T)
     except ApiException as error:
-        if error.status == FORBIDDEN:  # a ResourceQuota (gpuQuotas): the plan does not model quotas
+        if error.status == FORBIDDEN:  # a ResourceQuota: tenants with quota'd workloads are not run here
             raise AssertionError(f"{replica.namespace}/{replica.pod} was refused at creation, not by HAMi's "
-                                 f"scheduler (the plan does not model gpuQuotas): {error.body}") from error
+                                 f"scheduler, in a namespace without gpuQuotas: {error.body}") from error
         raise
 
 
@@ -193,6 +193,16 @@ def check_export(live: LiveStack, t: GpuTenant, expected: DeclaredPlan) -> None:
         f"planned  {expected.exported}")
 
 
+def quota_gap(t: GpuTenant) -> str | None:
+    """Why this case cannot judge the tenant: its workloads run under gpuQuotas, whose refusals the
+    planner models (gpu/workloads.py) but this case's oracle (possible_outcomes) does not yet."""
+    quota_namespaces = sorted({w.namespace for w in t.tenant.gpu_workloads} & set(t.tenant.gpu_quotas))
+    if not quota_namespaces:
+        return None
+    return (f"{t.name}: declared workloads run in namespaces with gpuQuotas ({', '.join(quota_namespaces)}): "
+            "this case does not judge quota refusals yet (the exported gpuPlan does model them)")
+
+
 def check_tenant(live: LiveStack, t: GpuTenant) -> None:
     try:
         expected = declared_plan(live.platform, t.tenant)
@@ -226,5 +236,11 @@ def test_declared_workloads_are_placed_and_refused_as_the_exported_plan_says(liv
     if not tenants:
         pytest.skip(f"no GPU tenant of stack {live.name} declares gpuWorkloads: nothing to deploy "
                     "(declare some under tenants[i].gpuWorkloads to run this case)")
+    gaps = [gap for gap in map(quota_gap, tenants) if gap]
     for tenant in tenants:
-        check_tenant(live, tenant)
+        if quota_gap(tenant) is None:
+            check_tenant(live, tenant)
+    if len(gaps) == len(tenants):
+        pytest.skip("; ".join(gaps))
+    for gap in gaps:
+        print(f"[declared] not judged: {gap}")
