@@ -34,7 +34,9 @@ pytestmark = pytest.mark.e2e
 
 CASES_TIMEOUT = 45 * 60
 TENANT_NAME_LIMIT = 40
-ACCEPTANCE = "tests/e2e/test_acceptance.py"
+# The cases `make e2e` runs: TC-00..TC-08, then the declared workloads (the stack inherits the dev
+# stack's, the mission's three pods per tenant).
+ACCEPTANCE = ("tests/e2e/test_acceptance.py", "tests/e2e/test_declared_workloads.py")
 LIFECYCLE_SUBNET = life.DEFAULT_SUBNET
 
 
@@ -87,7 +89,7 @@ def test_lifecycle_up_cases_noop_preview_destroy():
     try:
         life.write_stack_config(path, config)
         run("pulumi up", life.up_command(name), life.UP_TIMEOUT)
-        run("acceptance cases", [sys.executable, "-m", "pytest", "-m", "e2e", "-rs", ACCEPTANCE],
+        run("acceptance cases", [sys.executable, "-m", "pytest", "-m", "e2e", "-rs", *ACCEPTANCE],
             CASES_TIMEOUT, phase_env={**os.environ, "E2E_STACK": name, REQUIRE_STACK: "1"})
         changes, steps = life.preview_changes(
             run("second preview", life.preview_command(name), life.PREVIEW_TIMEOUT, capture=True))
