@@ -35,6 +35,12 @@ class WhatIf:
     value: int
 
 
+
+def refusal_label(message: str) -> str:
+    """Where a user sees the refusal: a pod refused at creation (HAMi's webhook, a ResourceQuota)
+    never exists to describe; kubectl prints the error when it creates it."""
+    return "kubectl describe pod" if message.startswith("0/") else "kubectl create (refused)"
+
 def parse_what_if(flag: str, spec: str) -> WhatIf:
     """`tenant-a=2` -> WhatIf; a positive integer only (a what-if adds, it never removes)."""
     tenant, _, value = spec.partition("=")
@@ -124,7 +130,8 @@ def _workload_lines(result: WorkloadResult) -> list[str]:
     lines = [f"  {result.name:<24} {result.namespace:<16} {result.replicas:>8} {result.placed!s:>7} "
              f"{result.refused!s:>7} {result.headroom!s:>8}"]
     if result.refused.high:
-        lines.append(f"    kubectl describe pod: {result.kubectl_message or result.reason}")
+        message = result.kubectl_message or result.reason
+        lines.append(f"    {refusal_label(result.kubectl_message)}: {message}")
     return lines
 
 

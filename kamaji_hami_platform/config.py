@@ -844,6 +844,9 @@ def _parse_workload(raw: Any, path: str, gpus: GpuPool | None, problems: _Proble
         return None
     workload = GpuWorkload(values["name"], values["replicas"], values["gpu"], gpumem, percentage,
                            values["gpucores"], card_type, values["namespace"])
+    if workload.namespace in WEBHOOK_EXCLUDED_NAMESPACES:
+        problems.add(f"{path}.namespace", f"HAMi's webhook skips {workload.namespace}: its pods would keep "
+                                          "the default scheduler and never reach HAMi", "workload-model")
     for key, problem in _never_fits(workload, gpus):
         problems.add(f"{path}.{key}" if key else path, problem, "workload-model")
     return workload
@@ -863,10 +866,16 @@ def _never_fits(workload: GpuWorkload, gpus: GpuPool | None) -> list[tuple[str, 
                                 f"{model.memory_mib} MiB"))
     if workload.gpucores > model.cores:
         found.append(("gpucores", f"{workload.gpucores} %, but each {model.name} card has {model.cores}"))
-    if workload.type is not None and workload.type.lower() not in model.product.lower():
-        found.append(("type", f"{workload.type!r} is not part of {model.product!r}, the tenant's cards "
+    if workload.type is not None and not type_matches(workload.type, model.product):
+        found.append(("type", f"{workload.type!r} names no part of {model.product!r}, the tenant's cards "
                               "(HAMi would refuse every card: CardTypeMismatch)"))
     return found
+
+
+def type_matches(wanted: str, product: str) -> bool:
+    """HAMi's use-gputype check (pkg/device/devices.go CheckType): a comma-separated list, each
+    entry trimmed, matching when one is part of the card's type, case-insensitively."""
+    return any(entry.strip().upper() in product.upper() for entry in wanted.split(",") if entry.strip())
 
 
 def _parse_workloads(raw: Any, path: str, gpus: GpuPool | None,

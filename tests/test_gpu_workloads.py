@@ -55,13 +55,23 @@ class TestDeclaration:
         refused(dev_config,
                 ("tenants[0].gpuWorkloads[0].gpumem", "90000 MiB, but each A100-80GB card has 81920 MiB"),
                 ("tenants[0].gpuWorkloads[0].gpu", "2 cards per pod, but each worker has 1"),
-                ("tenants[0].gpuWorkloads[0].type", "'H100' is not part of 'NVIDIA A100-SXM4-80GB'"),
+                ("tenants[0].gpuWorkloads[0].type", "'H100' names no part of 'NVIDIA A100-SXM4-80GB'"),
                 ("tenants[0].gpuWorkloads[1].name", "duplicate workload name 'big'"),
                 ("tenants[0].gpuWorkloads[2]", "give exactly one of gpumem (MiB) and gpumemPercentage"),
                 ("tenants[0].gpuWorkloads[3]", "give exactly one of gpumem"),
                 ("tenants[0].gpuWorkloads[4].gpucores", "must be between 0 and 100, got 101"),
                 ("tenants[0].gpuWorkloads[4].replicas", "must be positive, between 1 and 1000, got 0"),
                 ("gpuCapacity.enforcement", "'soft' must be one of mandatory, warning"))
+
+    def test_type_is_a_list_as_hami_reads_it(self, dev_config):
+        """pkg/device/devices.go CheckType: comma-separated, trimmed, any entry part of the card's type."""
+        assert tenant_with(dev_config, {**SHARE, "type": "H100, a100"}).tenants[0].gpu_workloads[0].type
+        dev_config["tenants"][0]["gpuWorkloads"] = [{**SHARE, "type": "H100,L40"}]
+        refused(dev_config, ("tenants[0].gpuWorkloads[0].type", "'H100,L40' names no part of"))
+
+    def test_a_namespace_hamis_webhook_skips_is_refused(self, dev_config):
+        dev_config["tenants"][0]["gpuWorkloads"] = [{**SHARE, "namespace": "kube-system"}]
+        refused(dev_config, ("tenants[0].gpuWorkloads[0].namespace", "HAMi's webhook skips kube-system"))
 
     def test_a_tenant_without_gpus_cannot_declare_gpu_workloads(self, dev_config):
         del dev_config["tenants"][1]["gpus"]
@@ -122,8 +132,20 @@ class TestPlan:
         platform = tenant_with(dev_config, {**SHARE, "replicas": 13}, podCidr="10.36.0.0/22", workers=4)
         assert smallest_fix(platform.tenants[0], "kamaji") == "1 more card(s) per worker (gpus.perWorker: 2)"
 
+    def test_more_workers_and_more_cards_when_neither_alone_is_enough(self, dev_config):
+        """A /22 holds 4 workers; 50 pods (3 per card) need more than 4 workers of 1 card and more
+        than 12 cards on 1 worker: the fewest cards in all is 2 workers of 9 (18 cards)."""
+        platform = tenant_with(dev_config, {**SHARE, "replicas": 50}, podCidr="10.36.0.0/22")
+        assert smallest_fix(platform.tenants[0], "kamaji") == (
+            "1 more worker(s) and 8 more card(s) per worker (workers: 2, gpus.perWorker: 9)")
+
+    def test_headroom_counts_the_quota(self, dev_config):
+        platform = tenant_with(dev_config, {**SHARE, "replicas": 2, "namespace": "ml"},
+                               gpuQuotas={"ml": {"requests.nvidia.com/gpu": 2}})
+        assert plan_workloads(platform.tenants[0], "kamaji").workloads[0].headroom == Span(0, 0)
+
     def test_no_fix_within_the_limits_says_so(self, dev_config):
-        platform = tenant_with(dev_config, {**SHARE, "replicas": 1000}, podCidr="10.36.0.0/22")
+        platform = tenant_with(dev_config, {**SHARE, "replicas": 200}, podCidr="10.36.0.0/22")
         assert smallest_fix(platform.tenants[0], "kamaji").startswith(
             "no more workers or cards within the config's limits (up to 4 workers, 12 cards per worker) "
             "would do: make the workloads smaller")
@@ -132,14 +154,14 @@ class TestPlan:
         platform = tenant_with(dev_config, {**SHARE, "replicas": 4})
         _, problems = plan_declared_workloads(platform)
         assert problems == [
-            "tenants[0].gpuWorkloads[0] (tenant-a/share): 1 of 4 replicas refused by HAMi: 0/1 nodes are "
+            "tenants[0].gpuWorkloads[0] (tenant-a/share): 1 of 4 replicas refused: 0/1 nodes are "
             "available: 1 1/1 CardInsufficientCore. Smallest change that fits: 1 more worker(s) of this "
             "tenant's shape (workers: 2) or 1 more card(s) per worker (gpus.perWorker: 2)."]
         assert f"  - {problems[0]}" in (ROOT / "README.md").read_text(), "the README shows the real message"
 
 
 class TestQuotas:
-    """A namespace's gpuQuotas, counted as their enforcers count them."""
+    """A namespace's gpuQuotas, counted as their enforcers count them, in the order pods are created."""
 
     def test_kubernetes_refuses_to_create_a_pod_over_the_gpu_request_quota(self, dev_config):
         """ResourceQuota admission (k8s.io/apiserver v0.35.4 admission/plugin/resourcequota/
@@ -148,16 +170,40 @@ class TestQuotas:
                                gpuQuotas={"ml": {"requests.nvidia.com/gpu": 2}})
         plan = plan_workloads(platform.tenants[0], "kamaji")
         (share,) = plan.workloads
-        assert (share.placed, share.refused) == (Span(2, 2), Span(1, 1))
-        assert share.reason == ("exceeded quota: hami-gpu-quota, requested: requests.nvidia.com/gpu=1, "
-                                "used: requests.nvidia.com/gpu=2, limited: requests.nvidia.com/gpu=2")
-        assert share.kubectl_message.startswith("the API server refuses the pod (Forbidden): exceeded quota")
-        assert plan.fix.endswith("raise gpuQuotas of ml, or make the workloads smaller")
+        assert (share.placed, share.refused, share.headroom) == (Span(2, 2), Span(1, 1), Span(0, 0))
+        assert share.reason == share.kubectl_message == (
+            'pods "<pod>" is forbidden: exceeded quota: hami-gpu-quota, '
+            "requested: requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=2, "
+            "limited: requests.nvidia.com/gpu=2")
+        assert plan.fix == "the quotas refuse what the cards could hold: raise gpuQuotas of ml"
 
-    def test_hami_refuses_a_pod_over_its_memory_quota_on_every_card(self, dev_config):
-        """HAMi counts what the namespace's placed pods use (pkg/device/quota.go FitQuota) and refuses
-        each card: ResourceQuotaNotFit."""
+    def test_hamis_webhook_denies_a_pod_over_its_memory_quota_at_creation(self, dev_config):
+        """pkg/scheduler/webhook.go fitResourceQuota: gpumem x cards against what the namespace's
+        placed pods leave; a denied pod is never created."""
         platform = tenant_with(dev_config, {**SHARE, "namespace": "ml"},
+                               gpuQuotas={"ml": {"limits.nvidia.com/gpumem": 50000}})
+        (share,) = plan_workloads(platform.tenants[0], "kamaji").workloads
+        assert (share.placed, share.refused, share.headroom) == (Span(2, 2), Span(1, 1), Span(0, 0))
+        assert share.reason == 'admission webhook "vgpu.hami.io" denied the request: exceeding resource quota'
+
+    def test_a_denied_pod_does_not_count_against_the_gpu_request_quota(self, dev_config):
+        """Mutating admission (HAMi's webhook) runs before validating (ResourceQuota): a pod the
+        webhook denies is never created, so the next one still has the request quota's room."""
+        platform = tenant_with(dev_config, {"name": "a", "replicas": 3, "gpumem": 10000, "gpucores": 30,
+                                            "namespace": "ml"},
+                               {"name": "b", "gpumem": 10000, "gpucores": 0, "namespace": "ml"},
+                               gpuQuotas={"ml": {"limits.nvidia.com/gpucores": 60,
+                                                 "requests.nvidia.com/gpu": 3}})
+        a, b = plan_workloads(platform.tenants[0], "kamaji").workloads
+        assert (a.placed, a.refused) == (Span(2, 2), Span(1, 1))
+        assert a.reason.startswith('admission webhook "vgpu.hami.io" denied')
+        assert (b.placed, b.refused) == (Span(1, 1), Span(0, 0))
+
+    def test_a_percentage_pod_passes_the_webhook_and_hami_refuses_it_per_card(self, dev_config):
+        """The webhook counts a percentage as 0 MiB (GenerateResourceRequests leaves Memreq 0); the
+        scheduler's fitQuota counts the card's share: ResourceQuotaNotFit."""
+        platform = tenant_with(dev_config, {"name": "p", "replicas": 3, "gpumemPercentage": 25,
+                                            "gpucores": 10, "namespace": "ml"},
                                gpuQuotas={"ml": {"limits.nvidia.com/gpumem": 50000}})
         (share,) = plan_workloads(platform.tenants[0], "kamaji").workloads
         assert (share.placed, share.refused) == (Span(2, 2), Span(1, 1))
@@ -166,7 +212,8 @@ class TestQuotas:
 
     def test_a_quota_of_another_namespace_changes_nothing(self, dev_config):
         platform = tenant_with(dev_config, SHARE, gpuQuotas={"ml": {"limits.nvidia.com/gpucores": 10}})
-        assert plan_workloads(platform.tenants[0], "kamaji").fits
+        plan = plan_workloads(platform.tenants[0], "kamaji")
+        assert plan.fits and plan.workloads[0].placed == Span(3, 3)
 
     def test_the_quota_counts_every_card_of_a_pod(self):
         """fitQuota sums the pod's cards picked so far with this one (device.go)."""

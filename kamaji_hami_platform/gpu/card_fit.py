@@ -7,9 +7,10 @@ What it models: the request HAMi builds from a container's limits (with the admi
 webhook's defaults), the per-card check order and reason codes of `Fit`, binpack / spread /
 mutex card ordering with HAMi's float32 scores, multi-card requests, NUMA binding and
 node-level `NodeInsufficientDevice`. The choice between nodes, ties included, is
-`kamaji_hami_platform.gpu.placement`. What it leaves out on purpose: MIG, NUMA/NVLink topology scores
-(`topology-aware`), ResourceQuota checks, per-pod scoring-weight annotations, multi-container
-and init-container pods.
+`kamaji_hami_platform.gpu.placement`. HAMi's quota check per card (`fit(..., quota=)`,
+ResourceQuotaNotFit) is here; the webhook's and Kubernetes' quota admission are placement's.
+What it leaves out on purpose: MIG, NUMA/NVLink topology scores (`topology-aware`), per-pod
+scoring-weight annotations, multi-container and init-container pods.
 """
 
 from __future__ import annotations

@@ -44,6 +44,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from kamaji_hami_platform.gpu.card_fit import (
     FULL_CARD_CORES,
@@ -261,7 +262,7 @@ def _quota_left(quotas: Mapping[str, QuotaLeft], used: QuotaUsage, namespace: st
                      None if limit.cores is None else limit.cores - cores)
 
 
-def _charged(used: QuotaUsage, namespace: str | None, quotas: Mapping[str, QuotaLeft], memory: int,
+def _charged(used: QuotaUsage, namespace: str | None, quotas: Mapping[str, Any], memory: int,
              cores: int) -> QuotaUsage:
     if namespace is None or namespace not in quotas:
         return used
@@ -271,43 +272,109 @@ def _charged(used: QuotaUsage, namespace: str | None, quotas: Mapping[str, Quota
     return tuple(sorted((ns, m, c) for ns, (m, c) in totals.items()))
 
 
+# HAMi's mutating webhook (charts/hami templates/scheduler/webhook.yaml `vgpu.hami.io`) denies a
+# pod over its namespace's HAMi quota when it is created (pkg/scheduler/webhook.go fitResourceQuota).
+WEBHOOK_DENIED = 'admission webhook "vgpu.hami.io" denied the request: exceeding resource quota'
+
+
+@dataclass(frozen=True)
+class CountQuota:
+    """A Kubernetes ResourceQuota on the cards pods request (`requests.nvidia.com/gpu`): `name` is
+    the ResourceQuota object's, as the API server's refusal names it."""
+
+    name: str
+    limit: int
+
+
+def _webhook_admits(request: GpuRequest, quota: QuotaLeft | None) -> bool:
+    """fitResourceQuota: the pod's gpumem x cards (0 for a percentage: GenerateResourceRequests
+    leaves Memreq 0) and gpucores x cards against what the namespace's placed pods leave."""
+    if quota is None:
+        return True
+    if quota.memory is not None and request.memreq * request.nums > quota.memory:
+        return False
+    return quota.cores is None or request.coresreq * request.nums <= quota.cores
+
+
+def _admission(request: GpuRequest, namespace: str | None, quota: QuotaLeft | None,
+               counts: Mapping[str, CountQuota], created: QuotaUsage) -> str:
+    """Why the API server refuses to create the pod ("" when it does not): HAMi's webhook first
+    (mutating admission), then the ResourceQuota on requests.nvidia.com/gpu (validating; every
+    created pod counts, Pending ones too: kubernetes pkg/quota/v1/evaluator/core/pods.go)."""
+    if not _webhook_admits(request, quota):
+        return WEBHOOK_DENIED
+    if namespace is None or namespace not in counts:
+        return ""
+    count = counts[namespace]
+    taken = next((m for ns, m, _ in created if ns == namespace), 0)
+    if taken + request.nums <= count.limit:
+        return ""
+    # k8s.io/apiserver v0.35.4 admission/plugin/resourcequota/controller.go, within NewForbidden.
+    return (f'pods "<pod>" is forbidden: exceeded quota: {count.name}, requested: '
+            f"{GPU_REQUESTS}={request.nums}, used: {GPU_REQUESTS}={taken}, "
+            f"limited: {GPU_REQUESTS}={count.limit}")
+
+
+GPU_REQUESTS = "requests.nvidia.com/gpu"
+Branch = tuple[State, int, QuotaUsage, QuotaUsage]  # nodes, pods placed, HAMi's Used, pods' cards created
+
+
 def plan_sequence(nodes: Mapping[str, list[GpuDevice]], pods: list[GpuRequest], *,
                   policy: str = DEFAULT_GPU_POLICY, node_policy: str = DEFAULT_NODE_POLICY,
-                  namespaces: list[str] | None = None, quotas: Mapping[str, QuotaLeft] | None = None) -> Plan:
-    """Place pods one after another across nodes as HAMi would, following every node tie.
+                  namespaces: list[str] | None = None, quotas: Mapping[str, QuotaLeft] | None = None,
+                  counts: Mapping[str, CountQuota] | None = None) -> Plan:
+    """Create and place pods one after another as HAMi would, following every node tie.
 
-    `namespaces` (one per pod) and `quotas` (namespace -> HAMi's limits.nvidia.com/gpumem and
-    gpucores) add HAMi's quota check: what a namespace's placed pods use counts against the next
-    one's (pkg/device/quota.go FitQuota, called from Fit per card). Works on copies: the caller's
-    devices are not changed."""
+    With `namespaces` (one per pod), `quotas` (namespace -> HAMi's limits.nvidia.com/gpumem and
+    gpucores) and `counts` (namespace -> Kubernetes' requests.nvidia.com/gpu quota), a pod is first
+    admitted or refused at creation (HAMi's webhook, then the ResourceQuota), then placed with
+    HAMi's own quota check per card (pkg/device/quota.go FitQuota); what a namespace's placed pods
+    use counts against the next one. Works on copies: the caller's devices are not changed."""
     planner = _Planner(nodes, policy, node_policy)
-    quotas = quotas or {}
-    start: tuple[State, int, QuotaUsage] = (planner.start, 0, ())
-    frontier: dict[tuple, tuple[State, int, QuotaUsage]] = {(planner.canonical(planner.start), 0, ()): start}
+    quotas, counts = quotas or {}, counts or {}
+    first: Branch = (planner.start, 0, (), ())
+    frontier: dict[tuple, Branch] = {(planner.canonical(planner.start), 0, (), ()): first}
     placements, complete = [], True
     for number, request in enumerate(pods, start=1):
         namespace = namespaces[number - 1] if namespaces else None
         outcome, following = _Outcome(), {}
-        for state, placed, used in frontier.values():
-            quota = _quota_left(quotas, used, namespace)
-            for successor, took, memory in _step(planner, state, request, outcome, quota):
-                count = placed + took
-                cores = min(request.coresreq, FULL_CARD_CORES) * request.nums
-                charged = _charged(used, namespace, quotas, memory, cores) if took else used
-                key = (planner.canonical(successor), count, charged)
-                following.setdefault(key, (successor, count, charged))
+        for branch in frontier.values():
+            for successor in _create_and_place(planner, branch, request, namespace, quotas, counts, outcome):
+                state, count, used, created = successor
+                following.setdefault((planner.canonical(state), count, used, created), successor)
         if len(following) > MAX_BRANCHES:
             complete = False
             following = dict(sorted(following.items())[:MAX_BRANCHES])
         frontier = following
         placements.append(_placement(number, request, outcome))
-    placed = [count for _, count, _ in frontier.values()]
-    cards = [_cards_in_use(state) for state, _, _ in frontier.values()]
+    placed = [count for _, count, _, _ in frontier.values()]
+    cards = [_cards_in_use(state) for state, _, _, _ in frontier.values()]
     final = [{name: planner.devices(name, state[planner.position[name]]) for name in planner.names}
-             for state, _, _ in frontier.values()]
+             for state, _, _, _ in frontier.values()]
     return Plan(placements, Span(min(placed), max(placed)),
                 Span(len(pods) - max(placed), len(pods) - min(placed)),
                 Span(min(cards), max(cards)), len(frontier), complete, final)
+
+
+def _create_and_place(planner: _Planner, branch: Branch, request: GpuRequest, namespace: str | None,
+                      quotas: Mapping[str, QuotaLeft], counts: Mapping[str, CountQuota],
+                      outcome: _Outcome) -> list[Branch]:
+    """The branches after one pod: refused at creation, or created and then placed or refused."""
+    state, placed, used, created = branch
+    quota = _quota_left(quotas, used, namespace)
+    refusal = _admission(request, namespace, quota, counts, created)
+    if refusal:
+        outcome.branches_refused += 1
+        outcome.refusals[refusal] = ([], refusal)
+        return [branch]
+    if namespace is not None and namespace in counts:
+        created = _charged(created, namespace, counts, request.nums, 0)
+    successors = []
+    for successor, took, memory in _step(planner, state, request, outcome, quota):
+        cores = min(request.coresreq, FULL_CARD_CORES) * request.nums
+        charged = _charged(used, namespace, quotas, memory, cores) if took else used
+        successors.append((successor, placed + took, charged, created))
+    return successors
 
 
 def _step(planner: _Planner, state: State, request: GpuRequest, outcome: _Outcome,

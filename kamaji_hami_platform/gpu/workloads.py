@@ -23,7 +23,7 @@ from kamaji_hami_platform import names
 from kamaji_hami_platform.config import MAX_CARDS_PER_NODE, NODE_POD_CIDR_PREFIX, GpuWorkload, TenantConfig
 from kamaji_hami_platform.gpu.card_fit import GpuRequest, QuotaLeft
 from kamaji_hami_platform.gpu.devices import GpuDevice, tenant_devices
-from kamaji_hami_platform.gpu.placement import Span, capacity, plan_sequence
+from kamaji_hami_platform.gpu.placement import CountQuota, Plan, Span, plan_sequence
 from kamaji_hami_platform.gpu.render import QUOTA_NAME
 
 
@@ -75,12 +75,10 @@ class WorkloadPlan:
     cards: list[CardLeft]
     certain: bool
     complete: bool
+    fits: bool = True
+    """No replica refused in any branch HAMi's ties allow, and every branch followed."""
     fix: str = ""
     """The smallest change that makes every replica fit, when one does not."""
-
-    @property
-    def fits(self) -> bool:
-        return all(w.refused.high == 0 for w in self.workloads)
 
     def as_output(self) -> dict[str, Any]:
         cards: dict[str, dict[str, Any]] = {}
@@ -102,31 +100,19 @@ HAMI_MEMORY_QUOTA = "limits.nvidia.com/gpumem"
 HAMI_CORES_QUOTA = "limits.nvidia.com/gpucores"
 
 
-@dataclass
-class _Sequence:
-    """The replicas in declared order: those the API server admits, and why the others are not."""
-
-    admitted: list[tuple[int, GpuRequest, str]] = field(default_factory=list)  # workload, request, ns
-    forbidden: dict[int, list[str]] = field(default_factory=dict)  # workload -> one reason per pod
+Replica = tuple[int, GpuRequest, str]  # workload index, request, namespace
 
 
-def _sequence(tenant: TenantConfig) -> _Sequence:
-    """Each replica in turn, through the ResourceQuota admission of its namespace's
-    requests.nvidia.com/gpu (every created pod counts, placed or Pending)."""
-    sequence, used = _Sequence(), dict[str, int]()
-    for index, workload in enumerate(tenant.gpu_workloads):
-        request = workload_request(workload)
-        limit = tenant.gpu_quotas.get(workload.namespace, {}).get(GPU_REQUESTS_QUOTA)
-        for _ in range(workload.replicas):
-            taken = used.get(workload.namespace, 0)
-            if limit is not None and taken + workload.gpu > limit:
-                sequence.forbidden.setdefault(index, []).append(
-                    f"exceeded quota: {QUOTA_NAME}, requested: {GPU_REQUESTS_QUOTA}={workload.gpu}, "
-                    f"used: {GPU_REQUESTS_QUOTA}={taken}, limited: {GPU_REQUESTS_QUOTA}={limit}")
-                continue
-            used[workload.namespace] = taken + workload.gpu
-            sequence.admitted.append((index, request, workload.namespace))
-    return sequence
+def _replicas(tenant: TenantConfig) -> list[Replica]:
+    """Every replica in declared order, each workload's in turn."""
+    return [(index, workload_request(w), w.namespace) for index, w in enumerate(tenant.gpu_workloads)
+            for _ in range(w.replicas)]
+
+
+def _counts(tenant: TenantConfig) -> dict[str, CountQuota]:
+    """namespace -> Kubernetes' quota on the cards its pods request."""
+    return {namespace: CountQuota(QUOTA_NAME, limits[GPU_REQUESTS_QUOTA])
+            for namespace, limits in tenant.gpu_quotas.items() if GPU_REQUESTS_QUOTA in limits}
 
 
 def _hami_quotas(tenant: TenantConfig) -> dict[str, QuotaLeft]:
@@ -136,12 +122,14 @@ def _hami_quotas(tenant: TenantConfig) -> dict[str, QuotaLeft]:
             if HAMI_MEMORY_QUOTA in limits or HAMI_CORES_QUOTA in limits}
 
 
-def _plan(tenant: TenantConfig, cluster: str, sequence: _Sequence) -> Any:
-    requests = [request for _, request, _ in sequence.admitted]
-    return plan_sequence(tenant_devices(tenant, cluster), requests, policy=tenant.hami.gpu_scheduler_policy,
+def _plan(tenant: TenantConfig, cluster: str, replicas: list[Replica], quotas: bool = True) -> Plan:
+    """The replicas created and placed in turn; `quotas=False`: as if the namespaces had none."""
+    return plan_sequence(tenant_devices(tenant, cluster), [request for _, request, _ in replicas],
+                         policy=tenant.hami.gpu_scheduler_policy,
                          node_policy=tenant.hami.node_scheduler_policy,
-                         namespaces=[namespace for _, _, namespace in sequence.admitted],
-                         quotas=_hami_quotas(tenant))
+                         namespaces=[namespace for _, _, namespace in replicas],
+                         quotas=_hami_quotas(tenant) if quotas else None,
+                         counts=_counts(tenant) if quotas else None)
 
 
 def _interchangeable(nodes: dict[str, list[GpuDevice]]) -> dict[str, list[str]]:
@@ -170,47 +158,54 @@ def _cards_left(nodes: dict[str, list[GpuDevice]], final: list[dict[str, list[Gp
     return cards
 
 
-def _headroom(final: list[dict[str, list[GpuDevice]]], request: GpuRequest, policy: str,
-              node_policy: str) -> Span:
-    spans = [capacity(state, request, policy=policy, node_policy=node_policy) for state in final]
-    return Span(min(s.low for s in spans), max(s.high for s in spans))
+def _headroom(tenant: TenantConfig, cluster: str, replicas: list[Replica], planned: Plan,
+              workload: int) -> Span:
+    """How many more replicas of one workload would fit after all declared ones: the declared
+    sequence with more of that workload appended, quotas and all. Exact where the declared plan is
+    certain, else bounds over the branches."""
+    declared = tenant.gpu_workloads[workload]
+    more: Replica = (workload, workload_request(declared), declared.namespace)
+    nodes = tenant_devices(tenant, cluster)
+    room = sum(d.count for devices in nodes.values() for d in devices) + 1
+    extended = _plan(tenant, cluster, [*replicas, *[more] * room])
+    return Span(max(0, extended.placed.low - planned.placed.high),
+                max(0, extended.placed.high - planned.placed.low))
+
+
+def _fits_plan(plan: Plan) -> bool:
+    """No replica refused in any branch, and every branch followed (else a refusal may hide)."""
+    return plan.complete and plan.refused.high == 0
 
 
 def plan_workloads(tenant: TenantConfig, cluster: str) -> WorkloadPlan:
-    """The tenant's declared workloads on its configured cards, with HAMi's policies."""
+    """The tenant's declared workloads on its configured cards, with HAMi's policies and the
+    namespaces' quotas."""
     nodes = tenant_devices(tenant, cluster)
-    policy, node_policy = tenant.hami.gpu_scheduler_policy, tenant.hami.node_scheduler_policy
-    sequence = _sequence(tenant)
-    planned = _plan(tenant, cluster, sequence)
+    replicas = _replicas(tenant)
+    planned = _plan(tenant, cluster, replicas)
     results = []
     for index, workload in enumerate(tenant.gpu_workloads):
-        mine = [p for p, (owner, _, _) in zip(planned.placements, sequence.admitted, strict=True)
-                if owner == index]
+        mine = [p for p, (owner, _, _) in zip(planned.placements, replicas, strict=True) if owner == index]
         certain_placed = sum(1 for p in mine if p.ok)
         maybe = sum(1 for p in mine if p.maybe_refused)
         refusal = next((p for p in mine if not p.ok), None)
-        forbidden = sequence.forbidden.get(index, [])
-        result = WorkloadResult(
+        results.append(WorkloadResult(
             workload.name, workload.namespace, workload.replicas,
             placed=Span(certain_placed, certain_placed + maybe),
             refused=Span(workload.replicas - certain_placed - maybe, workload.replicas - certain_placed),
             nodes=sorted({node for p in mine for node in p.nodes}),
-            reason=forbidden[0] if forbidden else (refusal.reason if refusal else ""),
-            kubectl_message=(f"the API server refuses the pod (Forbidden): {forbidden[0]}" if forbidden
-                             else refusal.scheduler_message if refusal else ""))
-        if planned.final:
-            result.headroom = _headroom(planned.final, workload_request(workload), policy, node_policy)
-        results.append(result)
+            reason=refusal.reason if refusal else "",
+            kubectl_message=refusal.scheduler_message if refusal else "",
+            headroom=_headroom(tenant, cluster, replicas, planned, index)))
     plan = WorkloadPlan(tenant.name, results, _cards_left(nodes, planned.final) if planned.final else [],
-                        planned.certain, planned.complete)
+                        planned.certain, planned.complete, fits=_fits_plan(planned))
     if not plan.fits:
         plan.fix = smallest_fix(tenant, cluster)
     return plan
 
 
-def _fits(tenant: TenantConfig, cluster: str) -> bool:
-    sequence = _sequence(tenant)
-    return not sequence.forbidden and _plan(tenant, cluster, sequence).refused.high == 0
+def _fits(tenant: TenantConfig, cluster: str, quotas: bool = True) -> bool:
+    return _fits_plan(_plan(tenant, cluster, _replicas(tenant), quotas))
 
 
 def _max_workers(tenant: TenantConfig) -> int:
@@ -219,28 +214,41 @@ def _max_workers(tenant: TenantConfig) -> int:
     return min(2 ** max(NODE_POD_CIDR_PREFIX - prefix, 0), names.MAX_WORKERS)
 
 
+def _shape(tenant: TenantConfig, workers: int, per_worker: int) -> TenantConfig:
+    assert tenant.gpus is not None
+    return replace(tenant, workers=workers, gpus=replace(tenant.gpus, per_worker=per_worker))
+
+
 def smallest_fix(tenant: TenantConfig, cluster: str) -> str:
     """The fewest workers to add, and the fewest cards per worker to add, that make every declared
-    replica fit, as the planner says; each within what the config allows."""
+    replica fit, as the planner says, within what the config allows; if neither alone does, the
+    smallest combination (fewest cards in all); if the namespaces' quotas alone refuse, that."""
     assert tenant.gpus is not None
-    options = []
-    for workers in range(tenant.workers + 1, _max_workers(tenant) + 1):
-        if _fits(replace(tenant, workers=workers), cluster):
-            options.append(f"{workers - tenant.workers} more worker(s) of this tenant's shape "
-                           f"(workers: {workers})")
-            break
-    for per_worker in range(tenant.gpus.per_worker + 1, MAX_CARDS_PER_NODE + 1):
-        if _fits(replace(tenant, gpus=replace(tenant.gpus, per_worker=per_worker)), cluster):
-            options.append(f"{per_worker - tenant.gpus.per_worker} more card(s) per worker "
-                           f"(gpus.perWorker: {per_worker})")
-            break
-    if not options:
-        quota = sorted({w.namespace for w in tenant.gpu_workloads if w.namespace in tenant.gpu_quotas})
-        raise_quota = f"raise gpuQuotas of {', '.join(quota)}, or " if quota else ""
+    workers, cards = tenant.workers, tenant.gpus.per_worker
+    largest = _shape(tenant, _max_workers(tenant), MAX_CARDS_PER_NODE)
+    if not _fits(largest, cluster):  # more of both is never worse: nothing smaller will do
+        if tenant.gpu_quotas and _fits(largest, cluster, quotas=False):
+            quota = sorted({w.namespace for w in tenant.gpu_workloads if w.namespace in tenant.gpu_quotas})
+            return f"the quotas refuse what the cards could hold: raise gpuQuotas of {', '.join(quota)}"
         return (f"no more workers or cards within the config's limits (up to {_max_workers(tenant)} "
-                f"workers, {MAX_CARDS_PER_NODE} cards per worker) would do: {raise_quota}"
-                "make the workloads smaller")
-    return " or ".join(options)
+                f"workers, {MAX_CARDS_PER_NODE} cards per worker) would do: make the workloads smaller")
+    options = []
+    more_workers = next((w for w in range(workers + 1, _max_workers(tenant) + 1)
+                         if _fits(_shape(tenant, w, cards), cluster)), None)
+    if more_workers is not None:
+        options.append(f"{more_workers - workers} more worker(s) of this tenant's shape "
+                       f"(workers: {more_workers})")
+    more_cards = next((c for c in range(cards + 1, MAX_CARDS_PER_NODE + 1)
+                       if _fits(_shape(tenant, workers, c), cluster)), None)
+    if more_cards is not None:
+        options.append(f"{more_cards - cards} more card(s) per worker (gpus.perWorker: {more_cards})")
+    if options:
+        return " or ".join(options)
+    both = sorted((w * c, w, c) for w in range(workers + 1, _max_workers(tenant) + 1)
+                  for c in range(cards + 1, MAX_CARDS_PER_NODE + 1))
+    w, c = next((w, c) for _, w, c in both if _fits(_shape(tenant, w, c), cluster))
+    return (f"{w - workers} more worker(s) and {c - cards} more card(s) per worker "
+            f"(workers: {w}, gpus.perWorker: {c})")
 
 
 def refusal_message(index: int, tenant: TenantConfig, plan: WorkloadPlan) -> list[str]:
@@ -251,7 +259,7 @@ def refusal_message(index: int, tenant: TenantConfig, plan: WorkloadPlan) -> lis
             continue
         message = result.kubectl_message or result.reason
         lines.append(f"tenants[{index}].gpuWorkloads[{position}] ({tenant.name}/{result.name}): "
-                     f"{result.refused} of {result.replicas} replicas refused by HAMi: {message} "
+                     f"{result.refused} of {result.replicas} replicas refused: {message} "
                      f"Smallest change that fits: {plan.fix}.")
     return lines
 
