@@ -8,7 +8,7 @@ Three Pulumi components, composable on their own or together:
   kubeadm-joined worker containers; outputs `endpoint`, `kubeconfig` (secret), `provider`,
   `node_names`, `workers`, `control_plane`.
 - `HamiNodePool(name, HamiNodePoolArgs)`: HAMi in a tenant and its (mock) GPUs registered;
-  outputs `cards` and `capacity`.
+  outputs `cards`, `capacity` and `gpu_plan`.
 
 Their settings (`ManagementSettings`, `TenantSettings`, ...) are the stack configuration's
 sections, checked by the same validator (`kamaji_hami_platform.config`).
