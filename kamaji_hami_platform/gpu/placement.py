@@ -275,6 +275,7 @@ def _charged(used: QuotaUsage, namespace: str | None, quotas: Mapping[str, Any],
 # HAMi's mutating webhook (charts/hami templates/scheduler/webhook.yaml `vgpu.hami.io`) denies a
 # pod over its namespace's HAMi quota when it is created (pkg/scheduler/webhook.go fitResourceQuota).
 WEBHOOK_DENIED = 'admission webhook "vgpu.hami.io" denied the request: exceeding resource quota'
+GPU_REQUESTS = "requests.nvidia.com/gpu"  # the ResourceQuota key Kubernetes counts cards under
 
 
 @dataclass(frozen=True)
@@ -315,7 +316,6 @@ def _admission(request: GpuRequest, namespace: str | None, quota: QuotaLeft | No
             f"limited: {GPU_REQUESTS}={count.limit}")
 
 
-GPU_REQUESTS = "requests.nvidia.com/gpu"
 Branch = tuple[State, int, QuotaUsage, QuotaUsage]  # nodes, pods placed, HAMi's Used, pods' cards created
 
 

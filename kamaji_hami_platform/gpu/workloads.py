@@ -20,7 +20,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kamaji_hami_platform import names
-from kamaji_hami_platform.config import MAX_CARDS_PER_NODE, NODE_POD_CIDR_PREFIX, GpuWorkload, TenantConfig
+from kamaji_hami_platform.config import (
+    MAX_CARDS_PER_NODE,
+    NODE_POD_CIDR_PREFIX,
+    QUOTA_KEYS,
+    GpuWorkload,
+    TenantConfig,
+)
 from kamaji_hami_platform.gpu.card_fit import GpuRequest, QuotaLeft
 from kamaji_hami_platform.gpu.devices import GpuDevice, tenant_devices
 from kamaji_hami_platform.gpu.placement import CountQuota, Plan, Span, plan_sequence
@@ -95,9 +101,8 @@ def workload_request(workload: GpuWorkload) -> GpuRequest:
     return request
 
 
-GPU_REQUESTS_QUOTA = "requests.nvidia.com/gpu"
-HAMI_MEMORY_QUOTA = "limits.nvidia.com/gpumem"
-HAMI_CORES_QUOTA = "limits.nvidia.com/gpucores"
+# The quota keys as config.py accepts them: HAMi's two, then Kubernetes' count of cards.
+HAMI_MEMORY_QUOTA, HAMI_CORES_QUOTA, GPU_REQUESTS_QUOTA = QUOTA_KEYS
 
 
 Replica = tuple[int, GpuRequest, str]  # workload index, request, namespace
