@@ -61,6 +61,27 @@ HAMI_QUOTA_PREFIX = "limits.nvidia.com/"
 # (pkg/device/nvidia/device.go fitQuota), never applies there.
 WEBHOOK_EXCLUDED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 
+# Where the management cluster comes from: a kind cluster the platform creates on this machine, or
+# a cluster that exists (its kubeconfig in the stack's secrets, or a context of a kubeconfig file).
+MODE_KIND, MODE_EXISTING = "kind", "existing"
+MODES = (MODE_KIND, MODE_EXISTING)
+# How a tenant's API server (and Konnectivity) is exposed: Kamaji's Service types
+# (clastix/kamaji 26.8.2-edge api/v1alpha1 ServiceType).
+LOAD_BALANCER, NODE_PORT = "LoadBalancer", "NodePort"
+API_EXPOSURES = (LOAD_BALANCER, NODE_PORT)
+# kube-apiserver's default --service-node-port-range.
+NODE_PORT_MIN, NODE_PORT_MAX = 30000, 32767
+# The stack's secret keys: set with `pulumi config set --secret`, never read as plain text.
+MANAGEMENT_KUBECONFIG_KEY = "managementKubeconfig"
+SSH_KEYS_KEY = "sshPrivateKeys"
+SECRET_CONFIG_KEYS = (MANAGEMENT_KUBECONFIG_KEY, SSH_KEYS_KEY)
+# The Pulumi stack file's form of an encrypted value (what the planner reads, never decrypts).
+SECURE_KEY = "secure"
+# Keys of `management` only a kind cluster has.
+KIND_ONLY_MANAGEMENT_KEYS = ("nodeImage", "dockerNetwork", "dockerSubnet")
+# Keys of `management` only an existing cluster has.
+EXISTING_ONLY_MANAGEMENT_KEYS = ("kubeconfigContext", "kubeconfigFile", "nodePortAddress", "apiClientCidrs")
+
 # Text rules, each one regex for both readers: the validator (re.fullmatch) and the JSON Schema
 # (`^(?:...)$`, ECMA-262). Hence no anchors and ASCII classes only: Python's `\d` takes any
 # Unicode digit and its `$` a trailing newline, ECMA's neither.
@@ -172,6 +193,52 @@ class GpuWorkload:
         return limits
 
 
+class SecretText:
+    """A secret config value: its text is never part of a repr, a message or an exception.
+
+    `value` is None when only the stack file's ciphertext was read (the planner's path)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str | None) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "SecretText(<secret>)"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SecretText) and other.value == self.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
+@dataclass(frozen=True)
+class SshEndpoint:
+    """How to reach a host over SSH: address, user, port, and the name of its private key in the
+    stack's secret `sshPrivateKeys`."""
+
+    address: str
+    user: str = "root"
+    port: int = 22
+    private_key: str = "default"
+    host_key: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkerHost:
+    """A machine that joins a tenant as a worker node, reached over SSH (through a bastion or not)."""
+
+    name: str
+    ssh: SshEndpoint
+    bastion: SshEndpoint | None = None
+
+    @property
+    def address(self) -> str:
+        """Its IPv4 address: the SSH address and the address it reaches the tenant API from."""
+        return self.ssh.address
+
+
 @dataclass(frozen=True)
 class TenantConfig:
     """One tenant: its control plane, networks, workers and GPUs."""
@@ -188,6 +255,16 @@ class TenantConfig:
     # Which /25 of the Docker network's worker addresses is this tenant's (docker_network.py).
     address_block: int = 0
     gpu_workloads: tuple[GpuWorkload, ...] = ()
+    # Worker hosts joined over SSH (management mode existing); `workers` is then their number.
+    hosts: tuple[WorkerHost, ...] = ()
+    # The Service's node ports when the management cluster exposes tenant APIs as NodePort.
+    api_node_port: int | None = None
+    konnectivity_node_port: int | None = None
+
+    @property
+    def on_hosts(self) -> bool:
+        """Its workers are machines reached over SSH, not containers on the platform's network."""
+        return bool(self.hosts)
 
     @property
     def namespace(self) -> str:
@@ -199,6 +276,8 @@ class TenantConfig:
         return str(ipaddress.ip_network(self.service_cidr)[10])
 
     def worker_names(self) -> list[str]:
+        if self.hosts:
+            return [host.name for host in self.hosts]
         return [names.worker_name(self.name, index) for index in range(self.workers)]
 
 
@@ -214,11 +293,35 @@ class ManagementConfig:
     docker_subnet: str = "172.30.0.0/16"
     metallb_address_range: str | None = None
     kamaji_etcd_replicas: int = 3
+    mode: str = MODE_KIND
+    # existing: a context of a kubeconfig file (else the stack's secret managementKubeconfig).
+    kubeconfig_context: str | None = None
+    kubeconfig_file: str | None = None
+    install_cert_manager: bool = True
+    install_metallb: bool = True
+    api_exposure: str = LOAD_BALANCER
+    # existing, NodePort: the management node address workers and Pulumi reach node ports on.
+    node_port_address: str | None = None
+    # existing: where Pulumi's host and operators reach tenant APIs from (as the control plane
+    # pods see them), besides each tenant's own worker hosts.
+    api_client_cidrs: tuple[str, ...] = ()
 
     @property
-    def pool_range(self) -> str:
-        """The MetalLB range: configured, or the default of the network's layout."""
-        return self.metallb_address_range or docker_network.layout(self.docker_subnet).default_pool_range()
+    def is_kind(self) -> bool:
+        return self.mode == MODE_KIND
+
+    @property
+    def pool_range(self) -> str | None:
+        """The MetalLB range: configured, or the default of the kind network's layout; none for an
+        existing cluster without one (its load balancer, or NodePort, gives the addresses)."""
+        if self.metallb_address_range or not self.is_kind:
+            return self.metallb_address_range
+        return docker_network.layout(self.docker_subnet).default_pool_range()
+
+    @property
+    def manages_pool(self) -> bool:
+        """The platform installs MetalLB and gives it the address pool."""
+        return self.install_metallb and self.pool_range is not None
 
 
 @dataclass(frozen=True)
@@ -240,6 +343,9 @@ class PlatformConfig:
     reference_pod: PodShape = field(default_factory=PodShape)
     # What a preview does when declared GPU workloads do not all fit: fail, or warn.
     gpu_capacity_enforcement: str = "mandatory"
+    # The stack's secrets (existing mode): the management kubeconfig, SSH private keys by name.
+    management_kubeconfig: SecretText | None = None
+    ssh_private_keys: Mapping[str, SecretText] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -318,7 +424,45 @@ INT32_MAX = 2**31 - 1
 # valid names: 40 characters leave room for the longest suffix (names.py checks each).
 MAX_NAME_LENGTH = 40
 
-MANAGEMENT = Section("management", "The kind management cluster and the platform's Docker network.", (
+ADDON = Section("addon", "A management-cluster add-on: installed by the platform, or already there.", (
+    Field("install", "boolean", "install it (false, existing mode only: the cluster already has it, or a "
+          "cloud load balancer stands in for MetalLB)", default=True),
+))
+IPV4_ADDRESS = Check(_QUAD, "{value!r} must be an IPv4 address")
+HOST_NAME = Check("[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?", "{value!r} must be a host name or IPv4 address")
+# What `ssh-keyscan` prints after the host name, and what pulumi-command's `hostKey` takes.
+SSH_HOST_KEY = Check("(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/]+={0,3}",
+                     "{value!r} must be a public host key like 'ssh-ed25519 AAAA...' (ssh-keyscan prints it)")
+KEY_NAME = Check("[A-Za-z0-9][A-Za-z0-9_.-]*", "{value!r} must name an entry of sshPrivateKeys")
+
+
+def _ssh_fields(address: Field) -> tuple[Field, ...]:
+    return (
+        address,
+        Field("user", "string", "SSH user: root, or a user with password-less sudo", default="root",
+              checks=(Check("[a-z_][a-z0-9_-]*[$]?", "{value!r} is not a user name"),)),
+        _integer_field("port", "SSH port", 22, 1, 65535),
+        Field("privateKey", "string", "name of its private key in the secret sshPrivateKeys",
+              required=True, checks=(KEY_NAME,)),
+        Field("hostKey", "string", "its public SSH host key, checked on connect (else any key is "
+              "accepted)", nullable=True, checks=(SSH_HOST_KEY,)),
+    )
+
+
+BASTION = Section("bastion", "A jump host the worker host is reached through.", _ssh_fields(
+    Field("address", "string", "host name or IPv4 address", required=True, checks=(HOST_NAME,))))
+HOST = Section("host", "A machine that joins the tenant as a worker node over SSH (management mode "
+               "existing).", (
+    Field("name", "string", "its Kubernetes node name (DNS-1123 label), unique in the stack", required=True,
+          checks=(Check("[a-z0-9]([-a-z0-9]*[a-z0-9])?", "{value!r} is not a DNS-1123 label of at most 63 "
+                        "characters", 63),)),
+    *_ssh_fields(Field("address", "string", "its IPv4 address: SSH goes there, and the tenant's control "
+                       "plane admits it", required=True, checks=(IPV4_ADDRESS,))),
+    Field("bastion", "object", "a jump host to reach it through", nullable=True, ref=BASTION.name),
+))
+
+MANAGEMENT = Section("management", "The management cluster (kind on this machine, or an existing one) and, "
+                     "for kind, the platform's Docker network.", (
     Field("name", "string", "kind cluster name (DNS-1035 label)", default=_MANAGEMENT_DEFAULTS.name,
           checks=(_dns_check(MAX_NAME_LENGTH),)),
     Field("nodeImage", "string", "image of the management node (tag required, digest optional)",
@@ -335,6 +479,22 @@ MANAGEMENT = Section("management", "The kind management cluster and the platform
           checks=(Check(ADDRESS_RANGE_SHAPE, "{value!r} must look like 172.30.255.200-172.30.255.250"),)),
     _integer_field("kamajiEtcdReplicas", "kamaji-etcd replicas (1 is enough on a laptop)",
                    _MANAGEMENT_DEFAULTS.kamaji_etcd_replicas, 1, 5),
+    Field("mode", "string", "kind: a kind cluster on this machine; existing: a cluster you have",
+          default=MODE_KIND, enum=MODES),
+    Field("kubeconfigContext", "string", "existing: the context of kubeconfigFile to use (else the secret "
+          "managementKubeconfig)", nullable=True),
+    Field("kubeconfigFile", "string", "existing: the kubeconfig file of kubeconfigContext (default: "
+          "$KUBECONFIG, else ~/.kube/config)", nullable=True),
+    Field("certManager", "object", "cert-manager (Kamaji needs it)", nullable=True, ref=ADDON.name),
+    Field("metallb", "object", "MetalLB (the tenant API addresses)", nullable=True, ref=ADDON.name),
+    Field("apiExposure", "string", "how tenant API servers are exposed: LoadBalancer or NodePort (existing "
+          "mode; each tenant then gives apiNodePort and konnectivityNodePort)", default=LOAD_BALANCER,
+          enum=API_EXPOSURES),
+    Field("nodePortAddress", "string", "existing, NodePort: the management node address workers reach "
+          "tenant APIs on", nullable=True, checks=(IPV4_ADDRESS,)),
+    Field("apiClientCidrs", "array", "existing: the IPv4 CIDRs Pulumi's host and operators reach tenant "
+          "APIs from, as the control plane pods see them (after any SNAT of the load balancer)",
+          nullable=True, cidr_prefix=(0, 32), in_code=True),
 ))
 
 GPU_MODEL = Section("gpuModel", "An extra GPU model as HAMi registers it.", (
@@ -424,6 +584,12 @@ TENANT = Section("tenant", "One tenant: its control plane, networks, workers and
           "tenant's (default: its position in tenants); create-only", minimum=0),
     Field("gpuWorkloads", "array", "GPU workloads the tenant's teams will run: each preview says whether "
           "they fit", nullable=True, ref=GPU_WORKLOAD.name),
+    Field("hosts", "array", "worker hosts joined over SSH (management mode existing), instead of workers",
+          nullable=True, ref=HOST.name),
+    _integer_field("apiNodePort", "the API server's node port (management apiExposure NodePort)", None,
+                   NODE_PORT_MIN, NODE_PORT_MAX),
+    _integer_field("konnectivityNodePort", "Konnectivity's node port (management apiExposure NodePort)",
+                   None, NODE_PORT_MIN, NODE_PORT_MAX),
 ))
 
 REFERENCE_POD = Section("referencePod", "A reference GPU workload for the capacity outputs.", (
@@ -443,9 +609,14 @@ ROOT = Section("config", "The platform's keys of a stack's config.", (
           ref=REFERENCE_POD.name),
     Field("gpuCapacity", "object", "what a preview does when declared GPU workloads do not fit",
           nullable=True, ref=GPU_CAPACITY.name),
+    Field(MANAGEMENT_KUBECONFIG_KEY, "object", "secret: the existing management cluster's kubeconfig "
+          "(pulumi config set --secret managementKubeconfig < file)", nullable=True, ref="secret"),
+    Field(SSH_KEYS_KEY, "object", "secret: SSH private keys by name, for worker hosts and bastions "
+          "(pulumi config set --secret --path 'sshPrivateKeys.<name>' < key)", nullable=True,
+          ref=SSH_KEYS_KEY),
 ))
 SECTIONS = (MANAGEMENT, GPU_MODEL, HAMI, GPUS, QUOTA_LIMITS, GPU_WORKLOAD, TENANT, REFERENCE_POD,
-            GPU_CAPACITY)
+            GPU_CAPACITY, ADDON, BASTION, HOST)
 _TENANT_KEYS = TENANT.keys
 CONFIG_KEYS = ROOT.keys
 
@@ -470,6 +641,14 @@ CODE_ONLY_RULES: Mapping[str, str] = {
                       "and its tenant has GPUs; workload names are unique in a tenant",
     "integral-float": "integers are written without a fraction (2, not 2.0: JSON Schema cannot tell "
                       "them apart)",
+    "mode": "what management.mode kind or existing needs (its kubeconfig, apiClientCidrs, "
+            "metallbAddressRange, nodePortAddress, node ports) and the keys of the other mode it refuses "
+            "(container workers or hosts, real GPUs, Docker settings)",
+    "worker-kind": "a tenant gives workers or hosts, not both",
+    "hosts": "a worker host's name and address are unique in the stack, and its private keys are in "
+             "sshPrivateKeys",
+    "secret": "managementKubeconfig and sshPrivateKeys are Pulumi secrets: a kubeconfig with a current "
+              "context, unencrypted private keys",
 }
 
 
@@ -608,6 +787,9 @@ def _read_section(obj: Mapping[str, Any], section: Section, path: str, problems:
         if spec.type in ("object", "array") or spec.in_code:
             continue
         default = (defaults or {}).get(spec.key, spec.default)
+        if obj.get(spec.key) is None and default is None and not spec.required:
+            values[spec.key] = None  # optional, without a default: absent
+            continue
         values[spec.key], valid = _read_value(obj, spec, path, problems, default)
         if not valid:
             invalid.add(spec.key)
@@ -695,7 +877,14 @@ def _parse_tenant(raw: Any, index: int, models: Mapping[str, GpuModel],
         problems.add(path, "must be a non-empty mapping")
         return None
     values, invalid = _read_section(raw, TENANT, path, problems, defaults={"addressBlock": index})
+    hosts = _parse_hosts(raw.get("hosts"), f"{path}.hosts", problems)
     workers = values["workers"]
+    if raw.get("hosts") is not None:
+        if raw.get("workers") is not None:
+            problems.add(f"{path}.workers", "give workers (containers on the kind network) or hosts (machines "
+                                            "over SSH), not both: with hosts, their number is the workers'",
+                         "worker-kind")
+        workers = len(hosts)
     gpus = _parse_gpus(raw.get("gpus"), f"{path}.gpus", workers, models, problems)
     hami = _parse_hami(raw.get("hami"), f"{path}.hami", problems)
     quotas = _parse_quotas(raw.get("gpuQuotas"), f"{path}.gpuQuotas", problems)
@@ -709,9 +898,44 @@ def _parse_tenant(raw: Any, index: int, models: Mapping[str, GpuModel],
         return None
     if raw.get("gpus") is not None and gpus is None:
         return None
+    if raw.get("hosts") is not None and len(hosts) != len(raw["hosts"] or ()):
+        return None
     return TenantConfig(values["name"], values["kubernetesVersion"], values["controlPlaneReplicas"],
                         values["podCidr"], values["serviceCidr"], workers, gpus, hami, quotas,
-                        values["addressBlock"], workloads)
+                        values["addressBlock"], workloads, hosts, values["apiNodePort"],
+                        values["konnectivityNodePort"])
+
+
+def _ssh_endpoint(values: Mapping[str, Any]) -> SshEndpoint:
+    return SshEndpoint(values["address"], values["user"], values["port"], values["privateKey"],
+                       values["hostKey"])
+
+
+def _parse_host(raw: Any, path: str, problems: _Problems) -> WorkerHost | None:
+    obj = _mapping(raw, path, problems)
+    values, invalid = _read_section(obj, HOST, path, problems)
+    bastion = None
+    if obj.get("bastion") is not None:
+        bastion_path = f"{path}.bastion"
+        bastion_values, bastion_invalid = _read_section(_mapping(obj["bastion"], bastion_path, problems),
+                                                        BASTION, bastion_path, problems)
+        if bastion_invalid:
+            return None
+        bastion = _ssh_endpoint(bastion_values)
+    if invalid:
+        return None
+    return WorkerHost(values["name"], _ssh_endpoint(values), bastion)
+
+
+def _parse_hosts(raw: Any, path: str, problems: _Problems) -> tuple[WorkerHost, ...]:
+    """The worker hosts; any invalid host makes the tenant invalid (its caller compares lengths)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw:
+        problems.add(path, f"must be a non-empty list of hosts, got {raw!r}")
+        return ()
+    hosts = (_parse_host(item, f"{path}[{index}]", problems) for index, item in enumerate(raw))
+    return tuple(host for host in hosts if host is not None)
 
 
 def _check_node_ranges(pod_net: ipaddress.IPv4Network, workers: int, path: str,
@@ -746,15 +970,17 @@ def _check_address_blocks(tenants: list[TenantConfig], management: ManagementCon
 
 def _check_overlaps(tenants: list[TenantConfig], management: ManagementConfig,
                     problems: _Problems) -> None:
-    claimed: list[tuple[str, ipaddress.IPv4Network | ipaddress.IPv6Network]] = [
-        ("the management cluster's pod CIDR", ipaddress.ip_network(MANAGEMENT_POD_CIDR)),
-        ("the management cluster's service CIDR", ipaddress.ip_network(MANAGEMENT_SERVICE_CIDR)),
-    ]
-    docker_subnet = ipaddress.ip_network(management.docker_subnet)
-    for owner, other in claimed:
-        if docker_subnet.overlaps(other):
-            problems.add("management.dockerSubnet", f"{docker_subnet} overlaps {owner} ({other})", "overlap")
-    claimed.append(("management.dockerSubnet", docker_subnet))
+    claimed: list[tuple[str, ipaddress.IPv4Network | ipaddress.IPv6Network]] = []
+    if management.is_kind:  # an existing cluster's own networks are its admin's to keep apart
+        claimed += [
+            ("the management cluster's pod CIDR", ipaddress.ip_network(MANAGEMENT_POD_CIDR)),
+            ("the management cluster's service CIDR", ipaddress.ip_network(MANAGEMENT_SERVICE_CIDR)),
+        ]
+        docker_subnet = ipaddress.ip_network(management.docker_subnet)
+        for owner, other in claimed:
+            if docker_subnet.overlaps(other):
+                problems.add("management.dockerSubnet", f"{docker_subnet} overlaps {owner} ({other})", "overlap")
+        claimed.append(("management.dockerSubnet", docker_subnet))
     for index, tenant in enumerate(tenants):
         for key, cidr in (("podCidr", tenant.pod_cidr), ("serviceCidr", tenant.service_cidr)):
             network = ipaddress.ip_network(cidr)
@@ -788,20 +1014,90 @@ def _check_duplicate_names(raw_tenants: list[Any], problems: _Problems) -> None:
             seen[name] = index
 
 
+def _addon_install(obj: Mapping[str, Any], key: str, problems: _Problems) -> bool:
+    path = f"management.{key}"
+    values, invalid = _read_section(_mapping(obj.get(key), path, problems), ADDON, path, problems)
+    return True if invalid else values["install"]
+
+
+def _cidr_list(raw: Any, path: str, problems: _Problems) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw or not all(isinstance(item, str) for item in raw):
+        problems.add(path, f"must be a non-empty list of IPv4 CIDRs, got {raw!r}")
+        return ()
+    return tuple(item for index, item in enumerate(raw)
+                 if _ipv4_network(item, f"{path}[{index}]", problems, 0, 32) is not None)
+
+
 def _parse_management(raw: Any, problems: _Problems) -> ManagementConfig:
     obj = _mapping(raw, "management", problems)
     values, invalid = _read_section(obj, MANAGEMENT, "management", problems)
     address_range = obj.get("metallbAddressRange")
+    mode = values["mode"] if "mode" not in invalid else MODE_KIND
     if address_range is not None and "dockerSubnet" not in invalid:
-        _check_address_range(address_range, docker_network.layout(values["dockerSubnet"]), problems)
+        layout = docker_network.layout(values["dockerSubnet"]) if mode == MODE_KIND else None
+        _check_address_range(address_range, layout, problems)
+    install_cert_manager = _addon_install(obj, "certManager", problems)
+    install_metallb = _addon_install(obj, "metallb", problems)
+    client_cidrs = _cidr_list(obj.get("apiClientCidrs"), "management.apiClientCidrs", problems)
     # As for a tenant: a name that breaks its text rule still counts for the generated names.
-    if "dockerSubnet" in invalid or any(values[key] is None for key in invalid):
-        return ManagementConfig()
-    return ManagementConfig(values["name"], values["nodeImage"], values["dockerNetwork"],
-                            values["dockerSubnet"], address_range, values["kamajiEtcdReplicas"])
+    if "dockerSubnet" in invalid or any(values[key] is None for key in invalid if key != "mode"):
+        return ManagementConfig(mode=mode)
+    management = ManagementConfig(
+        values["name"], values["nodeImage"], values["dockerNetwork"], values["dockerSubnet"], address_range,
+        values["kamajiEtcdReplicas"], mode, values["kubeconfigContext"], values["kubeconfigFile"],
+        install_cert_manager, install_metallb, values["apiExposure"], values["nodePortAddress"], client_cidrs)
+    _check_management_mode(obj, management, problems)
+    return management
 
 
-def _check_address_range(value: Any, layout: docker_network.NetworkLayout, problems: _Problems) -> None:
+def _check_management_mode(obj: Mapping[str, Any], management: ManagementConfig, problems: _Problems) -> None:
+    """What each mode needs, and the keys of the other mode it cannot use."""
+    if management.is_kind:
+        for key in EXISTING_ONLY_MANAGEMENT_KEYS:
+            if obj.get(key) is not None:
+                problems.add(f"management.{key}", "is for mode existing: a kind cluster's address and "
+                                                  "kubeconfig are the platform's own", "mode")
+        for key, installed in (("certManager", management.install_cert_manager),
+                               ("metallb", management.install_metallb)):
+            if not installed:
+                problems.add(f"management.{key}.install", "must be true in mode kind: the kind cluster the "
+                                                          "platform creates has none", "mode")
+        if management.api_exposure != LOAD_BALANCER:
+            problems.add("management.apiExposure", "must be LoadBalancer in mode kind (MetalLB on the "
+                                                   "platform's Docker network); NodePort needs mode existing",
+                         "mode")
+        return
+    for key in KIND_ONLY_MANAGEMENT_KEYS:
+        if key in obj:
+            problems.add(f"management.{key}", "is for mode kind: mode existing creates no kind cluster and no "
+                                              "Docker network", "mode")
+    if not management.api_client_cidrs:
+        problems.add("management.apiClientCidrs", "is required in mode existing: the tenant API servers admit "
+                                                  "only their own worker hosts and these addresses, and Pulumi's "
+                                                  "host must be one of them", "mode")
+    load_balancer = management.api_exposure == LOAD_BALANCER
+    if load_balancer and management.install_metallb and management.metallb_address_range is None:
+        problems.add("management.metallbAddressRange", "is required when the platform installs MetalLB on an "
+                                                       "existing cluster: the addresses of the cluster's "
+                                                       "network MetalLB may hand out", "mode")
+    if management.metallb_address_range is not None and not (load_balancer and management.install_metallb):
+        problems.add("management.metallbAddressRange", "is only for MetalLB the platform installs (metallb."
+                                                       "install true, apiExposure LoadBalancer)", "mode")
+    if not load_balancer and management.node_port_address is None:
+        problems.add("management.nodePortAddress", "is required with apiExposure NodePort: the management "
+                                                   "node address workers reach tenant APIs on", "mode")
+    if load_balancer and management.node_port_address is not None:
+        problems.add("management.nodePortAddress", "is only for apiExposure NodePort", "mode")
+    if management.kubeconfig_file is not None and management.kubeconfig_context is None:
+        problems.add("management.kubeconfigFile", "needs kubeconfigContext: the context of the file to use",
+                     "mode")
+
+
+def _check_address_range(value: Any, layout: docker_network.NetworkLayout | None,
+                         problems: _Problems) -> None:
+    """`layout`: the kind network the range must lie in (None: an existing cluster's own network)."""
     path = "management.metallbAddressRange"
     shape = MANAGEMENT.field("metallbAddressRange").checks[0]
     if not isinstance(value, str) or not shape.passes(value):
@@ -814,7 +1110,7 @@ def _check_address_range(value: Any, layout: docker_network.NetworkLayout, probl
         return
     if first > last:
         problems.add(path, f"{value!r} starts after it ends", "address-range")
-    elif not (first in layout.pool_quarter and last in layout.pool_quarter):
+    elif layout is not None and not (first in layout.pool_quarter and last in layout.pool_quarter):
         problems.add(path, f"{value!r} must lie in {layout.pool_quarter}, the last quarter of "
                            f"management.dockerSubnet: the quarters before it are Docker's own "
                            "addresses (the kind node) and the workers' fixed addresses", "address-range")
@@ -913,6 +1209,119 @@ def _parse_reference_pod(raw: Any, problems: _Problems) -> PodShape:
     return PodShape(values["gpumem"], values["gpucores"], values["gpu"])
 
 
+def _check_tenant_mode(raw: Mapping[str, Any], tenant: TenantConfig, path: str,
+                       management: ManagementConfig, problems: _Problems) -> None:
+    """A tenant's workers, GPUs and ports against the management cluster's mode."""
+    real_gpus = tenant.gpus is not None and not tenant.gpus.mock
+    if management.is_kind:
+        if tenant.on_hosts:
+            problems.add(f"{path}.hosts", "need management.mode existing: a kind cluster's tenant APIs are "
+                                          "on this machine's Docker network, out of other machines' reach",
+                         "mode")
+        if real_gpus:
+            problems.add(f"{path}.gpus.mock", "false needs worker hosts with NVIDIA GPUs (management.mode "
+                                              "existing): kind containers have none", "mode")
+    else:
+        if tenant.workers and not tenant.on_hosts:
+            problems.add(f"{path}.workers", "container workers need the kind management cluster's Docker "
+                                            "network: give hosts instead (machines reached over SSH)", "mode")
+        if "addressBlock" in raw:
+            problems.add(f"{path}.addressBlock", "is for mode kind (worker addresses on the platform's Docker "
+                                                 "network); a host's address is its own", "mode")
+    node_port = management.api_exposure == NODE_PORT
+    for key, port in (("apiNodePort", tenant.api_node_port),
+                      ("konnectivityNodePort", tenant.konnectivity_node_port)):
+        if node_port and port is None:
+            problems.add(f"{path}.{key}", "is required with management.apiExposure NodePort (Kamaji makes the "
+                                          "Service's port its node port)", "mode")
+        if not node_port and port is not None:
+            problems.add(f"{path}.{key}", "is only for management.apiExposure NodePort", "mode")
+
+
+def _check_tenant_modes(raw_tenants: list[Any], tenants: list[TenantConfig], management: ManagementConfig,
+                        problems: _Problems) -> None:
+    parsed = {tenant.name: tenant for tenant in tenants}
+    ports: dict[int, str] = {}
+    for index, raw in enumerate(raw_tenants):
+        name = raw.get("name") if isinstance(raw, Mapping) else None
+        tenant = parsed.get(name) if isinstance(name, str) else None
+        if tenant is None:
+            continue
+        path = f"tenants[{index}]"
+        _check_tenant_mode(raw, tenant, path, management, problems)
+        for key, port in (("apiNodePort", tenant.api_node_port),
+                          ("konnectivityNodePort", tenant.konnectivity_node_port)):
+            if port is None:
+                continue
+            if port in ports:
+                problems.add(f"{path}.{key}", f"{port} is also {ports[port]}: a node port serves one Service",
+                             "mode")
+            ports.setdefault(port, f"{path}.{key}")
+
+
+def _check_hosts(raw_tenants: list[Any], tenants: list[TenantConfig], keys: Mapping[str, SecretText],
+                 problems: _Problems) -> None:
+    """One node per machine and per name in the stack, and every private key a host names given."""
+    index = {raw["name"]: i for i, raw in reversed(list(enumerate(raw_tenants)))
+             if isinstance(raw, Mapping) and isinstance(raw.get("name"), str)}
+    seen: dict[tuple[str, str], str] = {}
+    for tenant in tenants:
+        for number, host in enumerate(tenant.hosts):
+            path = f"tenants[{index[tenant.name]}].hosts[{number}]"
+            for what, value in (("name", host.name), ("address", host.address)):
+                owner = seen.setdefault((what, value), path)
+                if owner != path:
+                    problems.add(f"{path}.{what}", f"{value!r} is also {owner}'s: a machine joins one tenant, "
+                                                   "as one node", "hosts")
+            for where, endpoint in (("", host.ssh), (".bastion", host.bastion)):
+                if endpoint is not None and endpoint.private_key not in keys:
+                    problems.add(f"{path}{where}.privateKey",
+                                 f"{endpoint.private_key!r} is not in the secret {SSH_KEYS_KEY} "
+                                 f"(given: {', '.join(sorted(keys)) or 'none'})", "hosts")
+
+
+def _secret_text(value: Any, path: str, problems: _Problems) -> SecretText | None:
+    """A secret as the program reads it (SecretText, decrypted by Pulumi and known to be secret) or as
+    a stack file holds it (`{secure: <ciphertext>}`); plain text is refused, without echoing it."""
+    if isinstance(value, SecretText):
+        return value
+    if isinstance(value, Mapping) and set(value) == {SECURE_KEY} and isinstance(value[SECURE_KEY], str):
+        return SecretText(None)
+    problems.add(path, "must be a secret: set it with pulumi config set --secret (its value is not shown "
+                       "here)", "secret")
+    return None
+
+
+def _parse_secrets(raw: Mapping[str, Any], management: ManagementConfig,
+                   problems: _Problems) -> tuple[SecretText | None, dict[str, SecretText]]:
+    from kamaji_hami_platform import secrets_check
+
+    kubeconfig = None
+    if raw.get(MANAGEMENT_KUBECONFIG_KEY) not in (None, ""):
+        kubeconfig = _secret_text(raw[MANAGEMENT_KUBECONFIG_KEY], MANAGEMENT_KUBECONFIG_KEY, problems)
+        if kubeconfig is not None and kubeconfig.value is not None:
+            for problem in secrets_check.kubeconfig_problems(kubeconfig.value):
+                problems.add(MANAGEMENT_KUBECONFIG_KEY, problem, "secret")
+    keys: dict[str, SecretText] = {}
+    for name, value in _mapping(raw.get(SSH_KEYS_KEY), SSH_KEYS_KEY, problems).items():
+        path = f"{SSH_KEYS_KEY}.{name}"
+        key = _secret_text(value, path, problems)
+        if key is None:
+            continue
+        if key.value is not None:
+            for problem in secrets_check.private_key_problems(key.value):
+                problems.add(path, problem, "secret")
+        keys[str(name)] = key
+    if management.is_kind and kubeconfig is not None:
+        problems.add(MANAGEMENT_KUBECONFIG_KEY, "is for management.mode existing (kind's kubeconfig is the "
+                                                "platform's own)", "mode")
+    if not management.is_kind and (kubeconfig is None) == (management.kubeconfig_context is None):
+        problems.add("management", "mode existing needs the cluster's kubeconfig: the secret "
+                                   f"{MANAGEMENT_KUBECONFIG_KEY}, or kubeconfigContext (of kubeconfigFile), "
+                                   "exactly one of them", "mode")
+    return kubeconfig, keys
+
+
 def parse_config(raw: Mapping[str, Any]) -> PlatformConfig:
     """Validate the raw stack config; raise one ConfigError listing every problem."""
     problems = _Problems()
@@ -931,30 +1340,47 @@ def parse_config(raw: Mapping[str, Any]) -> PlatformConfig:
             tenants.append(tenant)
     _check_duplicate_names(raw_tenants, problems)
     _check_overlaps(tenants, management, problems)
-    _check_address_blocks(tenants, management, problems)
+    if management.is_kind:
+        _check_address_blocks(tenants, management, problems)
     _check_generated_names(management, raw_tenants, tenants, problems)
+    _check_tenant_modes(raw_tenants, tenants, management, problems)
+    kubeconfig, ssh_keys = _parse_secrets(raw, management, problems)
+    _check_hosts(raw_tenants, tenants, ssh_keys, problems)
     reference_pod = _parse_reference_pod(raw.get("referencePod"), problems)
     enforcement = _parse_gpu_capacity(raw.get("gpuCapacity"), problems)
     if problems.items:
         raise ConfigError(problems.items, problems.code_only)
-    return PlatformConfig(management, tuple(tenants), models, reference_pod, enforcement)
+    return PlatformConfig(management, tuple(tenants), models, reference_pod, enforcement, kubeconfig, ssh_keys)
+
+
+def secret_values(value: Any) -> Any:
+    """A secret config value as SecretText (a mapping's values each), for parse_config: the one
+    form it takes as secret besides a stack file's ciphertext."""
+    if isinstance(value, Mapping):
+        return {key: SecretText(item) if isinstance(item, str) else item for key, item in value.items()}
+    return SecretText(value) if isinstance(value, str) else value
 
 
 def load_config() -> PlatformConfig:
     """Read the stack config through Pulumi and validate it."""
     import pulumi
 
+    from pulumi.runtime.config import is_config_secret
+
     config = pulumi.Config(PROJECT)
     raw: dict[str, Any] = {}
     problems: list[str] = []
     for key in CONFIG_KEYS:
         try:
-            value = config.get_object(key)
-        except Exception as error:  # Pulumi raises its own JSON errors here.
+            value = config.get(key) if key == MANAGEMENT_KUBECONFIG_KEY else config.get_object(key)
+        except Exception as error:  # Pulumi raises its own JSON errors here (never with the value).
             problems.append(f"{key}: is not valid structured config ({type(error).__name__})")
             continue
         if value is not None:
             raw[key] = value
+    for key in SECRET_CONFIG_KEYS:
+        if raw.get(key) and is_config_secret(f"{PROJECT}:{key}"):
+            raw[key] = secret_values(raw[key])
     if problems:
         raise ConfigError(problems)
     return parse_config(raw)
