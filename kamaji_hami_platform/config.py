@@ -586,10 +586,10 @@ TENANT = Section("tenant", "One tenant: its control plane, networks, workers and
           "they fit", nullable=True, ref=GPU_WORKLOAD.name),
     Field("hosts", "array", "worker hosts joined over SSH (management mode existing), instead of workers",
           nullable=True, ref=HOST.name),
-    _integer_field("apiNodePort", "the API server's node port (management apiExposure NodePort)", None,
-                   NODE_PORT_MIN, NODE_PORT_MAX),
-    _integer_field("konnectivityNodePort", "Konnectivity's node port (management apiExposure NodePort)",
-                   None, NODE_PORT_MIN, NODE_PORT_MAX),
+    Field("apiNodePort", "integer", "the API server's node port (management apiExposure NodePort)",
+          nullable=True, minimum=NODE_PORT_MIN, maximum=NODE_PORT_MAX),
+    Field("konnectivityNodePort", "integer", "Konnectivity's node port (management apiExposure NodePort)",
+          nullable=True, minimum=NODE_PORT_MIN, maximum=NODE_PORT_MAX),
 ))
 
 REFERENCE_POD = Section("referencePod", "A reference GPU workload for the capacity outputs.", (
@@ -609,7 +609,7 @@ ROOT = Section("config", "The platform's keys of a stack's config.", (
           ref=REFERENCE_POD.name),
     Field("gpuCapacity", "object", "what a preview does when declared GPU workloads do not fit",
           nullable=True, ref=GPU_CAPACITY.name),
-    Field(MANAGEMENT_KUBECONFIG_KEY, "object", "secret: the existing management cluster's kubeconfig "
+    Field(MANAGEMENT_KUBECONFIG_KEY, "string", "secret: the existing management cluster's kubeconfig "
           "(pulumi config set --secret managementKubeconfig < file)", nullable=True, ref="secret"),
     Field(SSH_KEYS_KEY, "object", "secret: SSH private keys by name, for worker hosts and bastions "
           "(pulumi config set --secret --path 'sshPrivateKeys.<name>' < key)", nullable=True,
@@ -881,8 +881,8 @@ def _parse_tenant(raw: Any, index: int, models: Mapping[str, GpuModel],
     workers = values["workers"]
     if raw.get("hosts") is not None:
         if raw.get("workers") is not None:
-            problems.add(f"{path}.workers", "give workers (containers on the kind network) or hosts (machines "
-                                            "over SSH), not both: with hosts, their number is the workers'",
+            problems.add(f"{path}.workers", "give workers (containers on the kind network) or hosts "
+                         "(machines over SSH), not both: with hosts, their number is the workers'",
                          "worker-kind")
         workers = len(hosts)
     gpus = _parse_gpus(raw.get("gpus"), f"{path}.gpus", workers, models, problems)
@@ -898,7 +898,8 @@ def _parse_tenant(raw: Any, index: int, models: Mapping[str, GpuModel],
         return None
     if raw.get("gpus") is not None and gpus is None:
         return None
-    if raw.get("hosts") is not None and len(hosts) != len(raw["hosts"] or ()):
+    given_hosts = raw.get("hosts")
+    if given_hosts is not None and (not isinstance(given_hosts, list) or len(hosts) != len(given_hosts)):
         return None
     return TenantConfig(values["name"], values["kubernetesVersion"], values["controlPlaneReplicas"],
                         values["podCidr"], values["serviceCidr"], workers, gpus, hami, quotas,
@@ -979,7 +980,8 @@ def _check_overlaps(tenants: list[TenantConfig], management: ManagementConfig,
         docker_subnet = ipaddress.ip_network(management.docker_subnet)
         for owner, other in claimed:
             if docker_subnet.overlaps(other):
-                problems.add("management.dockerSubnet", f"{docker_subnet} overlaps {owner} ({other})", "overlap")
+                problems.add("management.dockerSubnet", f"{docker_subnet} overlaps {owner} ({other})",
+                             "overlap")
         claimed.append(("management.dockerSubnet", docker_subnet))
     for index, tenant in enumerate(tenants):
         for key, cidr in (("podCidr", tenant.pod_cidr), ("serviceCidr", tenant.service_cidr)):
@@ -1071,12 +1073,12 @@ def _check_management_mode(obj: Mapping[str, Any], management: ManagementConfig,
         return
     for key in KIND_ONLY_MANAGEMENT_KEYS:
         if key in obj:
-            problems.add(f"management.{key}", "is for mode kind: mode existing creates no kind cluster and no "
-                                              "Docker network", "mode")
+            problems.add(f"management.{key}", "is for mode kind: mode existing creates no kind cluster "
+                         "and no Docker network", "mode")
     if not management.api_client_cidrs:
-        problems.add("management.apiClientCidrs", "is required in mode existing: the tenant API servers admit "
-                                                  "only their own worker hosts and these addresses, and Pulumi's "
-                                                  "host must be one of them", "mode")
+        problems.add("management.apiClientCidrs", "is required in mode existing: the tenant API servers "
+                     "admit only their own worker hosts and these addresses, and Pulumi's host must be "
+                     "one of them", "mode")
     load_balancer = management.api_exposure == LOAD_BALANCER
     if load_balancer and management.install_metallb and management.metallb_address_range is None:
         problems.add("management.metallbAddressRange", "is required when the platform installs MetalLB on an "
@@ -1226,14 +1228,14 @@ def _check_tenant_mode(raw: Mapping[str, Any], tenant: TenantConfig, path: str,
             problems.add(f"{path}.workers", "container workers need the kind management cluster's Docker "
                                             "network: give hosts instead (machines reached over SSH)", "mode")
         if "addressBlock" in raw:
-            problems.add(f"{path}.addressBlock", "is for mode kind (worker addresses on the platform's Docker "
-                                                 "network); a host's address is its own", "mode")
-    node_port = management.api_exposure == NODE_PORT
+            problems.add(f"{path}.addressBlock", "is for mode kind (worker addresses on the platform's "
+                         "Docker network); a host's address is its own", "mode")
+    node_port = management.api_exposure == NODE_PORT and not management.is_kind
     for key, port in (("apiNodePort", tenant.api_node_port),
                       ("konnectivityNodePort", tenant.konnectivity_node_port)):
         if node_port and port is None:
-            problems.add(f"{path}.{key}", "is required with management.apiExposure NodePort (Kamaji makes the "
-                                          "Service's port its node port)", "mode")
+            problems.add(f"{path}.{key}", "is required with management.apiExposure NodePort (Kamaji "
+                         "makes the Service's port its node port)", "mode")
         if not node_port and port is not None:
             problems.add(f"{path}.{key}", "is only for management.apiExposure NodePort", "mode")
 
@@ -1254,8 +1256,8 @@ def _check_tenant_modes(raw_tenants: list[Any], tenants: list[TenantConfig], man
             if port is None:
                 continue
             if port in ports:
-                problems.add(f"{path}.{key}", f"{port} is also {ports[port]}: a node port serves one Service",
-                             "mode")
+                problems.add(f"{path}.{key}", f"{port} is also {ports[port]}: each node port is taken once "
+                             "in the management cluster", "mode")
             ports.setdefault(port, f"{path}.{key}")
 
 
@@ -1271,8 +1273,8 @@ def _check_hosts(raw_tenants: list[Any], tenants: list[TenantConfig], keys: Mapp
             for what, value in (("name", host.name), ("address", host.address)):
                 owner = seen.setdefault((what, value), path)
                 if owner != path:
-                    problems.add(f"{path}.{what}", f"{value!r} is also {owner}'s: a machine joins one tenant, "
-                                                   "as one node", "hosts")
+                    problems.add(f"{path}.{what}", f"{value!r} is also {owner}'s: a machine joins one "
+                                 "tenant, as one node", "hosts")
             for where, endpoint in (("", host.ssh), (".bastion", host.bastion)):
                 if endpoint is not None and endpoint.private_key not in keys:
                     problems.add(f"{path}{where}.privateKey",
@@ -1350,7 +1352,8 @@ def parse_config(raw: Mapping[str, Any]) -> PlatformConfig:
     enforcement = _parse_gpu_capacity(raw.get("gpuCapacity"), problems)
     if problems.items:
         raise ConfigError(problems.items, problems.code_only)
-    return PlatformConfig(management, tuple(tenants), models, reference_pod, enforcement, kubeconfig, ssh_keys)
+    return PlatformConfig(management, tuple(tenants), models, reference_pod, enforcement, kubeconfig,
+                          ssh_keys)
 
 
 def secret_values(value: Any) -> Any:
@@ -1364,7 +1367,6 @@ def secret_values(value: Any) -> Any:
 def load_config() -> PlatformConfig:
     """Read the stack config through Pulumi and validate it."""
     import pulumi
-
     from pulumi.runtime.config import is_config_secret
 
     config = pulumi.Config(PROJECT)

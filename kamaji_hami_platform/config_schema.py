@@ -50,7 +50,9 @@ def _text_rules(spec: Field) -> dict[str, Any]:
 
 def _value_schema(spec: Field) -> dict[str, Any]:
     if spec.type == "array":
-        return {"type": "array", "minItems": 1, "items": _ref(spec.ref or "")}
+        # An array of sections, or of strings with the key's own text rules (a list of CIDRs).
+        items = _ref(spec.ref) if spec.ref else {"type": "string", **_text_rules(spec)}
+        return {"type": "array", "minItems": 1, "items": items}
     if spec.ref is not None:
         return _ref(spec.ref)
     schema: dict[str, Any] = {"type": spec.type}
@@ -117,6 +119,20 @@ def _defs() -> dict[str, Any]:
         "propertyNames": {"not": {"enum": sorted(config.BUILTIN_GPU_MODELS)}},
         "additionalProperties": _ref(config.GPU_MODEL.name),
     }
+    # A secret as a stack file holds it: Pulumi's ciphertext, which only the program decrypts.
+    defs["secret"] = {
+        "description": "a Pulumi secret (pulumi config set --secret): the stack file holds its ciphertext",
+        "type": "object",
+        "properties": {config.SECURE_KEY: {"type": "string", "minLength": 1}},
+        "required": [config.SECURE_KEY],
+        "additionalProperties": False,
+    }
+    defs[config.SSH_KEYS_KEY] = {
+        "description": "SSH private keys by name, each a Pulumi secret",
+        "type": "object",
+        "propertyNames": {"pattern": _anchored(config.KEY_NAME.pattern)},
+        "additionalProperties": _ref("secret"),
+    }
     defs[config.ROOT.name] = _config_block()
     return dict(sorted(defs.items()))
 
@@ -124,10 +140,13 @@ def _defs() -> dict[str, Any]:
 def _config_block() -> dict[str, Any]:
     """The `config:` mapping: the platform's keys with the project prefix; other keys (providers',
     `pulumi:`) are not the platform's to judge."""
+    properties = {PREFIX + spec.key: field_schema(spec) for spec in config.ROOT.fields}
+    # Pulumi.yaml's default for it (a declared key needs one to be optional): read as absent.
+    properties[PREFIX + config.MANAGEMENT_KUBECONFIG_KEY]["anyOf"].append({"const": ""})
     return {
         "description": "The config: block of a stack file. " + config.ROOT.description,
         "type": "object",
-        "properties": {PREFIX + spec.key: field_schema(spec) for spec in config.ROOT.fields},
+        "properties": properties,
         "required": [PREFIX + spec.key for spec in config.ROOT.fields if spec.required],
     }
 

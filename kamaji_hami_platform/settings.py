@@ -76,6 +76,40 @@ class GpuWorkloadSettings(TypedDict):
     """Namespace of the tenant cluster (default `default`)."""
 
 
+class BastionSettings(TypedDict):
+    """A jump host (stack config `tenants[i].hosts[j].bastion`)."""
+
+    address: str
+    """Host name or IPv4 address."""
+    private_key: str
+    """Name of its private key in the secret `ssh_private_keys` (stack config `sshPrivateKeys`)."""
+    user: NotRequired[str]
+    """SSH user (default root)."""
+    port: NotRequired[int]
+    """SSH port (default 22)."""
+    host_key: NotRequired[str]
+    """Its public host key (`ssh-ed25519 AAAA...`), checked on connect."""
+
+
+class HostSettings(TypedDict):
+    """A machine that joins the tenant as a worker over SSH (stack config `tenants[i].hosts[j]`)."""
+
+    name: str
+    """Its Kubernetes node name."""
+    address: str
+    """Its IPv4 address (SSH goes there; the tenant's control plane admits it)."""
+    private_key: str
+    """Name of its private key in the secret `ssh_private_keys` (stack config `sshPrivateKeys`)."""
+    user: NotRequired[str]
+    """SSH user: root, or one with password-less sudo (default root)."""
+    port: NotRequired[int]
+    """SSH port (default 22)."""
+    host_key: NotRequired[str]
+    """Its public host key (`ssh-ed25519 AAAA...`), checked on connect."""
+    bastion: NotRequired[BastionSettings]
+    """A jump host to reach it through."""
+
+
 class TenantSettings(TypedDict):
     """One tenant cluster (stack config `tenants[i]`)."""
 
@@ -103,10 +137,41 @@ class TenantSettings(TypedDict):
     """Namespace (in the tenant) -> HAMi / Kubernetes GPU quota limits."""
     gpu_workloads: NotRequired[list[GpuWorkloadSettings]]
     """GPU workloads the tenant's teams will run (planned in every preview)."""
+    hosts: NotRequired[list[HostSettings]]
+    """Worker hosts joined over SSH (management mode existing), instead of `workers`."""
+    api_node_port: NotRequired[int]
+    """The API server's node port (management `api_exposure` NodePort)."""
+    konnectivity_node_port: NotRequired[int]
+    """Konnectivity's node port (management `api_exposure` NodePort)."""
+
+
+class AddonSettings(TypedDict, total=False):
+    """A management add-on (stack config `management.certManager`, `management.metallb`)."""
+
+    install: bool
+    """Install it (default true; false only in mode existing, when the cluster already has it)."""
 
 
 class ManagementSettings(TypedDict, total=False):
-    """The kind management cluster (stack config `management`); every key has a default."""
+    """The management cluster (stack config `management`); every key has a default."""
+
+    mode: str
+    """`kind` (a kind cluster on this machine, the default) or `existing` (a cluster you have)."""
+    kubeconfig_context: str
+    """Mode existing: the context of `kubeconfig_file` to reach it through (else the
+    ManagementCluster's `kubeconfig` input)."""
+    kubeconfig_file: str
+    """Mode existing: the kubeconfig file of `kubeconfig_context` (default $KUBECONFIG, ~/.kube/config)."""
+    cert_manager: AddonSettings
+    """cert-manager (Kamaji needs it)."""
+    metallb: AddonSettings
+    """MetalLB (the tenant API addresses)."""
+    api_exposure: str
+    """How tenant APIs are exposed: `LoadBalancer` (default) or `NodePort` (mode existing)."""
+    node_port_address: str
+    """Mode existing, NodePort: the management node address workers reach tenant APIs on."""
+    api_client_cidrs: list[str]
+    """Mode existing: where Pulumi's host and operators reach tenant APIs from."""
 
     name: str
     """The kind cluster's name (default `kamaji`)."""
@@ -175,9 +240,16 @@ def _number(value: Any) -> Any:
 def to_config(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Settings in the stack file's spelling (`docker_subnet` -> `dockerSubnet`), recursively,
     whole floats read as integers."""
-    return {_camel(key): (_number(dict(value)) if key in _VERBATIM
-                          else to_config(value) if isinstance(value, Mapping) else _number(value))
+    return {_camel(key): (_number(dict(value)) if key in _VERBATIM else _to_config_value(value))
             for key, value in settings.items()}
+
+
+def _to_config_value(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return to_config(value)
+    if isinstance(value, list | tuple):
+        return [_to_config_value(item) for item in value]
+    return _number(value)
 
 
 def _raise(problems: cfg._Problems, where: str, section: str, key: str) -> None:
@@ -236,12 +308,34 @@ def _settings_of(value: Any) -> Any:
 
 def management_settings(management: cfg.ManagementConfig) -> ManagementSettings:
     """A validated management config as the settings a ManagementCluster takes."""
-    return _settings_of(management)
+    settings = _settings_of(management)
+    settings["cert_manager"] = {"install": settings.pop("install_cert_manager")}
+    settings["metallb"] = {"install": settings.pop("install_metallb")}
+    if not management.is_kind:  # their defaults stay in the config; mode existing refuses them given
+        for key in ("node_image", "docker_network", "docker_subnet"):
+            settings.pop(key)
+    return settings
+
+
+def _endpoint_settings(endpoint: cfg.SshEndpoint) -> dict[str, Any]:
+    return dict(_settings_of(endpoint))
+
+
+def _host_settings(host: cfg.WorkerHost) -> HostSettings:
+    settings: dict[str, Any] = {"name": host.name, **_endpoint_settings(host.ssh)}
+    if host.bastion is not None:
+        settings["bastion"] = _endpoint_settings(host.bastion)
+    return settings  # type: ignore[return-value]
 
 
 def tenant_settings(tenant: cfg.TenantConfig) -> TenantSettings:
     """A validated tenant config as the settings KamajiTenant and HamiNodePool take."""
-    return _settings_of(tenant)
+    settings = _settings_of(tenant)
+    if tenant.hosts:
+        settings["hosts"] = [_host_settings(host) for host in tenant.hosts]
+        del settings["workers"]  # their number, given by the hosts
+        del settings["address_block"]  # Docker addresses: a host has its own
+    return settings
 
 
 # Settings keys whose config field is spelled otherwise (GpuModel.memory_mib).
@@ -260,11 +354,14 @@ def pod_shape_settings(shape: cfg.PodShape) -> PodShapeSettings:
 
 
 __all__ = [
+    "AddonSettings",
+    "BastionSettings",
     "ChartSource",
     "GpuModelSettings",
     "GpuPoolSettings",
     "GpuWorkloadSettings",
     "HamiSettingsArgs",
+    "HostSettings",
     "ManagementSettings",
     "PodShapeSettings",
     "TenantSettings",
