@@ -10,7 +10,7 @@ from kamaji_hami_platform import (
     ManagementCluster,
     ManagementClusterArgs,
 )
-from kamaji_hami_platform.config import ConfigError, load_config
+from kamaji_hami_platform.config import ConfigError, SecretText, TenantConfig, load_config
 from kamaji_hami_platform.gpu.workloads import plan_declared_workloads
 from kamaji_hami_platform.settings import (
     gpu_model_settings,
@@ -35,15 +35,38 @@ if capacity_problems:
                               "warning)")
     pulumi.log.warn(report)
 
-management = ManagementCluster("management", ManagementClusterArgs(
-    management=management_settings(platform.management)))
+
+def secret(text: SecretText) -> pulumi.Output[str]:
+    """A secret of the stack, as a secret Output (load_config decrypted it through Pulumi)."""
+    assert text.value is not None
+    return pulumi.Output.secret(text.value)
+
+
+management_args = ManagementClusterArgs(management=management_settings(platform.management))
+if platform.management_kubeconfig is not None:
+    management_args["kubeconfig"] = secret(platform.management_kubeconfig)
+try:
+    management = ManagementCluster("management", management_args)
+except ConfigError as error:  # a kubeconfigContext that its file does not hold; nothing registered yet
+    raise pulumi.RunError(str(error)) from None
+
+
+def tenant_args(tenant: TenantConfig) -> KamajiTenantArgs:
+    """The kind cluster's network, host flags and cluster for container workers; the SSH keys
+    for worker hosts."""
+    args = KamajiTenantArgs(tenant=tenant_settings(tenant), management_provider=management.provider,
+                            management=management_settings(platform.management))
+    if platform.management.is_kind:
+        args.update(management_cluster=management.cluster, host_flags=management.host_flags,
+                    management_network=management.network)
+    if tenant.on_hosts:
+        args["ssh_private_keys"] = {name: secret(key) for name, key in platform.ssh_private_keys.items()}
+    return args
+
+
 tenants = {
-    tenant.name: KamajiTenant(
-        tenant.name,
-        KamajiTenantArgs(tenant=tenant_settings(tenant), management=management_settings(platform.management),
-                         management_provider=management.provider, management_cluster=management.cluster,
-                         host_flags=management.host_flags, management_network=management.network),
-        opts=pulumi.ResourceOptions(depends_on=[management]))
+    tenant.name: KamajiTenant(tenant.name, tenant_args(tenant),
+                              opts=pulumi.ResourceOptions(depends_on=[management]))
     for tenant in platform.tenants
 }
 gpu_pools = {

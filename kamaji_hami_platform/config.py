@@ -1299,7 +1299,8 @@ def _parse_secrets(raw: Mapping[str, Any], management: ManagementConfig,
     from kamaji_hami_platform import secrets_check
 
     kubeconfig = None
-    if raw.get(MANAGEMENT_KUBECONFIG_KEY) not in (None, ""):
+    given = raw.get(MANAGEMENT_KUBECONFIG_KEY) not in (None, "")  # refused when plain, but given
+    if given:
         kubeconfig = _secret_text(raw[MANAGEMENT_KUBECONFIG_KEY], MANAGEMENT_KUBECONFIG_KEY, problems)
         if kubeconfig is not None and kubeconfig.value is not None:
             for problem in secrets_check.kubeconfig_problems(kubeconfig.value):
@@ -1314,10 +1315,10 @@ def _parse_secrets(raw: Mapping[str, Any], management: ManagementConfig,
             for problem in secrets_check.private_key_problems(key.value):
                 problems.add(path, problem, "secret")
         keys[str(name)] = key
-    if management.is_kind and kubeconfig is not None:
+    if management.is_kind and given:
         problems.add(MANAGEMENT_KUBECONFIG_KEY, "is for management.mode existing (kind's kubeconfig is the "
                                                 "platform's own)", "mode")
-    if not management.is_kind and (kubeconfig is None) == (management.kubeconfig_context is None):
+    if not management.is_kind and given == (management.kubeconfig_context is not None):
         problems.add("management", "mode existing needs the cluster's kubeconfig: the secret "
                                    f"{MANAGEMENT_KUBECONFIG_KEY}, or kubeconfigContext (of kubeconfigFile), "
                                    "exactly one of them", "mode")

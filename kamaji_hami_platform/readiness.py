@@ -1,7 +1,8 @@
 """Bounded waits for what Kamaji does after its own readiness says "done".
 
 Two races would fail a first `pulumi up` on a real host, each checked from
-inside the kind node (which ships kubectl; the user's host needs none):
+inside the kind node (which ships kubectl; the user's host needs none), or, for an
+existing management cluster, with this host's kubectl and the stack's kubeconfig:
 
 - Kamaji's TenantControlPlane webhooks fail closed (`failurePolicy: Fail`),
   and the controller reports Ready on a bare ping (clastix/kamaji 26.8.2-edge
@@ -53,27 +54,48 @@ def webhook_probe_manifest() -> str:
     return json.dumps(tcp, sort_keys=True, separators=(",", ":"))
 
 
+MANAGEMENT_KUBECONFIG_ENV = "MANAGEMENT_KUBECONFIG"
+
+
 def _management_kubectl(node: str) -> str:
     """A kubectl command line that reaches the management cluster, whatever ~/.kube/config says."""
     return f"docker exec {node} {KIND_NODE_KUBECTL}"
 
 
+def _private_kubeconfig(variable: str, shell_var: str) -> str:
+    """Shell that writes the kubeconfig in $variable (a Pulumi secret) to a private temporary file
+    named by $shell_var, removed when the script ends: never an argument, never a fixed path."""
+    return (f"{shell_var}=$(umask 077; mktemp)\n"
+            f"trap 'rm -f \"${shell_var}\"' EXIT\n"
+            f"printf '%s' \"${variable}\" > \"${shell_var}\"\n")
+
+
+def _management_access(management: ManagementConfig) -> tuple[str, str, str]:
+    """(preamble, kube, hint): shell that sets up access to the management cluster, the command
+    that runs kubectl against it, and the command line a user runs to look for themselves.
+    kind: the kind node's own kubectl and admin kubeconfig (the user's host needs no kubectl).
+    existing: this host's kubectl with the kubeconfig the stack holds ($MANAGEMENT_KUBECONFIG)."""
+    if management.is_kind:
+        node = shlex.quote(control_plane_container(management))
+        return f"node={node}\n", f'docker exec -i "$node" {KIND_NODE_KUBECTL}', _management_kubectl(node)
+    return (_private_kubeconfig(MANAGEMENT_KUBECONFIG_ENV, "management_kc"),
+            'kubectl --kubeconfig "$management_kc"', "kubectl --context <the management cluster's>")
+
+
 def kamaji_webhook_wait_script(management: ManagementConfig,
                                attempts: int = WEBHOOK_WAIT[0], interval: int = WEBHOOK_WAIT[1]) -> str:
     """Retry a server-side dry run of a TCP until Kamaji's webhooks accept it, or fail naming why."""
-    node = shlex.quote(control_plane_container(management))
+    preamble, kube, hint = _management_access(management)
     probe = shlex.quote(webhook_probe_manifest())
     bound = attempts * interval
-    kubectl = _management_kubectl(node)
-    check = (f"{kubectl} -n {KAMAJI_NAMESPACE} get pods,certificates;"
-             f" {kubectl} -n {KAMAJI_NAMESPACE} logs deploy/kamaji")
+    check = (f"{hint} -n {KAMAJI_NAMESPACE} get pods,certificates;"
+             f" {hint} -n {KAMAJI_NAMESPACE} logs deploy/kamaji")
     return f"""set -u
-node={node}
-probe={probe}
+{preamble}probe={probe}
 output=""
 for attempt in $(seq 1 {attempts}); do
   if output=$(printf '%s' "$probe" \\
-      | docker exec -i "$node" {KIND_NODE_KUBECTL} create --dry-run=server -o name -f - 2>&1); then
+      | {kube} create --dry-run=server -o name -f - 2>&1); then
     echo "Kamaji's TenantControlPlane webhooks answer (server-side dry run accepted)"
     exit 0
   fi
@@ -86,25 +108,36 @@ exit 1
 """
 
 
-def tenant_admin_access_script(tenant: TenantConfig, management: ManagementConfig,
-                               attempts: int = ADMIN_ACCESS_WAIT[0],
-                               interval: int = ADMIN_ACCESS_WAIT[1]) -> str:
-    """Wait until the tenant's admin kubeconfig (in ${TENANT_KUBECONFIG}) may do everything."""
+def _tenant_access(tenant: TenantConfig, management: ManagementConfig) -> tuple[str, str]:
+    """(preamble, kubectl): access to the tenant with its admin kubeconfig ($TENANT_KUBECONFIG).
+    kind: copied into the kind node over stdin (removed at exit), and its kubectl. existing: a
+    private temporary file for this host's kubectl."""
+    if not management.is_kind:
+        return _private_kubeconfig(KUBECONFIG_ENV, "tenant_kc"), 'kubectl --kubeconfig "$tenant_kc"'
     node = shlex.quote(control_plane_container(management))
     path = f"/tmp/{tenant.name}-admin-access.conf"
-    bound = attempts * interval
-    kubectl = _management_kubectl(node)
-    check = (f"{kubectl} -n {tenant.namespace} describe tcp {tenant.name};"
-             f" {kubectl} -n {KAMAJI_NAMESPACE} logs deploy/kamaji")
-    return f"""set -u
-node={node}
+    preamble = f"""node={node}
 file={path}
 trap 'docker exec "$node" rm -f "$file" >/dev/null 2>&1 || true' EXIT
 printf '%s' "${KUBECONFIG_ENV}" | docker exec -i "$node" sh -c "umask 077; cat > $file" || {{
   echo "cannot reach the kind node container $node to check tenant {tenant.name}" >&2; exit 1; }}
-answer=""
+"""
+    return preamble, 'docker exec "$node" kubectl --kubeconfig "$file"'
+
+
+def tenant_admin_access_script(tenant: TenantConfig, management: ManagementConfig,
+                               attempts: int = ADMIN_ACCESS_WAIT[0],
+                               interval: int = ADMIN_ACCESS_WAIT[1]) -> str:
+    """Wait until the tenant's admin kubeconfig (in ${TENANT_KUBECONFIG}) may do everything."""
+    preamble, kubectl = _tenant_access(tenant, management)
+    _, _, hint = _management_access(management)
+    bound = attempts * interval
+    check = (f"{hint} -n {tenant.namespace} describe tcp {tenant.name};"
+             f" {hint} -n {KAMAJI_NAMESPACE} logs deploy/kamaji")
+    return f"""set -u
+{preamble}answer=""
 for attempt in $(seq 1 {attempts}); do
-  answer=$(docker exec "$node" kubectl --kubeconfig "$file" auth can-i '*' '*' --all-namespaces 2>&1 \\
+  answer=$({kubectl} auth can-i '*' '*' --all-namespaces 2>&1 \\
     || true)
   if [ "$answer" = "yes" ]; then
     echo "tenant {tenant.name}: the admin kubeconfig is authorized"

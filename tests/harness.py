@@ -34,6 +34,31 @@ SECRET_VALUE = "1b47061264138c4ac30d75fd1eb44270"
 MGMT_KUBECONFIG_SENTINEL = "sentinel-management-kubeconfig-token"
 TENANT_KUBECONFIG_SENTINEL = "sentinel-tenant-kubeconfig-token"
 SENTINELS = (MGMT_KUBECONFIG_SENTINEL, TENANT_KUBECONFIG_SENTINEL)
+PRODUCTION_STACK = ROOT / "examples/production/Pulumi.prod.yaml"
+
+
+def fake_private_key(tag: str) -> str:
+    """An unencrypted key in OpenSSH's format (PROTOCOL.key: magic, cipher `none`, ...) whose
+    body carries `tag`: what the config's shape check accepts, and a needle for leak checks."""
+    blob = b"openssh-key-v1\0" + len(b"none").to_bytes(4, "big") + b"none" + tag.encode() * 3
+    body = base64.b64encode(blob).decode()
+    return f"-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----\n"
+
+
+def key_body(key: str) -> str:
+    """The base64 body of a fake key: the text that would show if the key leaked."""
+    return key.splitlines()[1]
+
+
+def production_config() -> tuple[dict[str, Any], tuple[str, ...]]:
+    """examples/production/Pulumi.prod.yaml with its placeholders replaced by decrypted secrets (a
+    kubeconfig and keys carrying sentinels), and the names of the secret keys, as the engine
+    hands them to the program."""
+    config = stack_config(PRODUCTION_STACK)
+    config["managementKubeconfig"] = fake_kubeconfig("https://10.20.0.10:6443", MGMT_KUBECONFIG_SENTINEL)
+    config["sshPrivateKeys"] = {name: fake_private_key(f"sentinel-key-{name}")
+                                for name in config["sshPrivateKeys"]}
+    return config, ("managementKubeconfig", "sshPrivateKeys")
 
 
 
@@ -277,11 +302,15 @@ def _resolve_exports() -> tuple[dict[str, Any], set[str]]:
 
 def run_program(config: dict[str, Any], preview: bool = False,
                 stack: str = "dev", mocks: PlatformMocks | None = None, main: Path = MAIN,
-                project: str = PROJECT) -> Program:
-    """Run `__main__.py` (or another program's) once under fresh mocks with this (unprefixed) config."""
+                project: str = PROJECT, secret_keys: tuple[str, ...] = ()) -> Program:
+    """Run `__main__.py` (or another program's) once under fresh mocks with this (unprefixed) config;
+    `secret_keys` are the keys the engine marks secret. A string value reaches the program as the
+    engine passes it (raw), anything else as JSON."""
     pulumi_settings.ROOT.set(None)
     pulumi.runtime.set_all_config(
-        {f"{project}:{key}": json.dumps(value) for key, value in config.items()})
+        {f"{project}:{key}": value if isinstance(value, str) else json.dumps(value)
+         for key, value in config.items()},
+        [f"{project}:{key}" for key in secret_keys])
     mocks = mocks or PlatformMocks()
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)

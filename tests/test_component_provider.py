@@ -25,6 +25,7 @@ from google.protobuf import empty_pb2
 from pulumi.runtime.proto import engine_pb2_grpc, provider_pb2, provider_pb2_grpc
 
 import kamaji_hami_platform
+from kamaji_hami_platform import config
 from kamaji_hami_platform.gpu import component as gpu_component
 from kamaji_hami_platform.management import component as management_component
 from kamaji_hami_platform.settings import gpu_model_settings, gpu_models
@@ -130,8 +131,10 @@ class TestSchemaOverGrpc:
     def test_management_cluster(self, schema):
         resource = _resource(schema, "ManagementCluster")
         inputs = resource["inputProperties"]
-        assert set(inputs) == {"management", "helmValues", "charts"}
+        assert set(inputs) == {"management", "helmValues", "charts", "kubeconfig"}
         assert resource.get("requiredInputs", []) == []
+        # Mode existing: the cluster's kubeconfig, an input (another language passes a secret).
+        assert inputs["kubeconfig"]["type"] == "string" and "plain" not in inputs["kubeconfig"]
         assert inputs["management"]["$ref"] == _type_ref("ManagementSettings")
         values = inputs["helmValues"]["additionalProperties"]
         assert values["additionalProperties"]["$ref"] == "pulumi.json#/Any"
@@ -150,7 +153,8 @@ class TestSchemaOverGrpc:
         resource = _resource(schema, "KamajiTenant")
         inputs = resource["inputProperties"]
         assert set(inputs) == {"tenant", "managementProvider", "managementKubeconfig", "managementCluster",
-                               "management", "hostFlags", "managementNetwork"}
+                               "management", "hostFlags", "managementNetwork", "sshPrivateKeys"}
+        assert inputs["sshPrivateKeys"]["additionalProperties"]["type"] == "string"
         # One of managementProvider and managementKubeconfig: checked by the component.
         assert sorted(resource["requiredInputs"]) == ["tenant"]
         assert inputs["managementKubeconfig"]["type"] == "string"
@@ -188,10 +192,19 @@ class TestSchemaOverGrpc:
     def test_settings_are_types_spelled_as_in_a_stack_file(self, schema):
         types = {token.split(":")[-1]: spec for token, spec in schema["types"].items()}
         assert set(types) == {"ManagementSettings", "TenantSettings", "GpuPoolSettings", "HamiSettingsArgs",
-                              "GpuModelSettings", "PodShapeSettings", "ChartSource", "GpuWorkloadSettings"}
+                              "GpuModelSettings", "PodShapeSettings", "ChartSource", "GpuWorkloadSettings",
+                              "AddonSettings", "HostSettings", "BastionSettings"}
         tenant = types["TenantSettings"]["properties"]
         assert set(tenant) == {"name", "kubernetesVersion", "podCidr", "serviceCidr", "controlPlaneReplicas",
-                               "workers", "addressBlock", "gpus", "hami", "gpuQuotas", "gpuWorkloads"}
+                               "workers", "addressBlock", "gpus", "hami", "gpuQuotas", "gpuWorkloads",
+                               "hosts", "apiNodePort", "konnectivityNodePort"}
+        assert tenant["hosts"]["items"]["$ref"] == _type_ref("HostSettings")
+        host = types["HostSettings"]
+        assert set(host["properties"]) == {"name", "address", "privateKey", "user", "port", "hostKey",
+                                           "bastion"}
+        assert sorted(host["required"]) == ["address", "name", "privateKey"]
+        assert host["properties"]["bastion"]["$ref"] == _type_ref("BastionSettings")
+        assert set(types["BastionSettings"]["properties"]) == set(config.BASTION.keys)
         assert tenant["gpuWorkloads"]["items"]["$ref"] == _type_ref("GpuWorkloadSettings")
         assert set(types["GpuWorkloadSettings"]["properties"]) == {
             "name", "replicas", "gpu", "gpumem", "gpumemPercentage", "gpucores", "type", "namespace"}
@@ -200,7 +213,13 @@ class TestSchemaOverGrpc:
         assert tenant["gpus"]["$ref"] == _type_ref("GpuPoolSettings")
         assert tenant["gpuQuotas"]["additionalProperties"]["additionalProperties"]["type"] == "integer"
         assert set(types["ManagementSettings"]["properties"]) == {
-            "name", "nodeImage", "dockerNetwork", "dockerSubnet", "metallbAddressRange", "kamajiEtcdReplicas"}
+            "name", "nodeImage", "dockerNetwork", "dockerSubnet", "metallbAddressRange", "kamajiEtcdReplicas",
+            "mode", "kubeconfigContext", "kubeconfigFile", "certManager", "metallb", "apiExposure",
+            "nodePortAddress", "apiClientCidrs"}
+        # The settings' keys are the stack file's, so a stack file's section is valid component input.
+        assert set(types["ManagementSettings"]["properties"]) == set(config.MANAGEMENT.keys)
+        assert set(tenant) == set(config.TENANT.keys)
+        assert set(host["properties"]) == set(config.HOST.keys)
         assert set(types["GpuModelSettings"]["properties"]) == {"memoryMiB", "cores", "splitCount", "product"}
         assert set(types["GpuPoolSettings"]["properties"]) == {"model", "perWorker", "mock"}
         assert types["GpuPoolSettings"]["required"] == ["model"]

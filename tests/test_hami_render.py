@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kamaji_hami_platform.config import QUOTA_KEYS, ConfigError, parse_config
+from kamaji_hami_platform.config import QUOTA_KEYS, ConfigError, load_stack_file, parse_config
 from kamaji_hami_platform.gpu import render
 from kamaji_hami_platform.gpu.devices import (
     GPU_CORES_RESOURCE,
@@ -18,6 +18,7 @@ from kamaji_hami_platform.gpu.devices import (
     parse_node_register_annotation,
     tenant_devices,
 )
+from tests.harness import PRODUCTION_STACK
 from tests.rbac_eval import rbac_allows
 
 pytestmark = pytest.mark.unit
@@ -84,9 +85,10 @@ class TestValues:
         values = render.hami_values(parse_config(dev_config).tenants[0])
         assert "--node-lock-timeout=20s" in value_at(values, "scheduler.extender.extraArgs")
 
-    def test_real_gpus_keep_plugin_and_default_lock(self, dev_config):
-        dev_config["tenants"][0]["gpus"]["mock"] = False
-        values = render.hami_values(parse_config(dev_config).tenants[0])
+    def test_real_gpus_keep_plugin_and_default_lock(self):
+        """Real cards (host workers, management mode existing): HAMi's device plugin registers them."""
+        real = next(t for t in load_stack_file(PRODUCTION_STACK).tenants if t.gpus and not t.gpus.mock)
+        values = render.hami_values(real)
         assert values["devicePlugin"]["enabled"] is True
         assert "extender" not in values["scheduler"]
         assert value_at(values, "scheduler.admissionWebhook.failurePolicy") == "Fail"

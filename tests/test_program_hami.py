@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.harness import run_program
+from tests.harness import production_config, run_program
 
 pytestmark = pytest.mark.unit
 
@@ -82,12 +82,18 @@ def test_tenant_without_gpus_still_gets_hami_but_no_registration(dev_config):
     assert program.exports["tenants"]["tenant-b"]["gpuCapacity"]["cards"] == 0
 
 
-def test_real_gpu_mode_labels_without_mock_registration(dev_config):
-    dev_config["tenants"][0]["gpus"]["mock"] = False
-    program = run_program(dev_config)
-    patch = program.named("tenant-a-gpus-tenant-a-worker-0")
+def test_real_gpu_mode_labels_without_mock_registration():
+    """Real cards on host workers: the node label HAMi's device plugin selects, no mock device list,
+    no capacity job; the mock tenant of the same stack keeps both."""
+    config, secret_keys = production_config()
+    program = run_program(config, secret_keys=secret_keys)
+    patch = program.named("ml-prod-gpus-gpu-node-1")
+    assert patch.inputs["metadata"]["labels"] == {"gpu": "on"}
     assert "hami.io/node-nvidia-register" not in patch.inputs["metadata"]["annotations"]
-    assert not [j for j in program.of_type("kubernetes:batch/v1:CronJob") if "tenant-a" in j.name]
+    assert not [j for j in program.of_type("kubernetes:batch/v1:CronJob") if "ml-prod" in j.name]
+    mock_patch = program.named("sandbox-gpus-cpu-node-1")
+    assert "hami.io/node-nvidia-register" in mock_patch.inputs["metadata"]["annotations"]
+    assert [j for j in program.of_type("kubernetes:batch/v1:CronJob") if "sandbox" in j.name]
 
 
 def test_quotas_are_created_in_the_tenant(dev_config):

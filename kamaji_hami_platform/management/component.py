@@ -4,17 +4,18 @@
 # provider/experimental/analyzer.py) reads these annotations with inspect.get_annotations, unevaluated,
 # and postponed ones would be bare strings it cannot follow.
 
+import os
 from typing import Any, TypedDict
 
 import pulumi
 import pulumi_kubernetes as kubernetes
 from pulumi_command import local
 
-from kamaji_hami_platform import docker_host, readiness, versions
+from kamaji_hami_platform import config, docker_host, readiness, versions
 from kamaji_hami_platform.config import ManagementConfig
 from kamaji_hami_platform.create_only import create_only_guards
 from kamaji_hami_platform.helm import chart_args, deep_merge
-from kamaji_hami_platform.management import docker_network, kamaji_chart, render
+from kamaji_hami_platform.management import docker_network, existing, kamaji_chart, render
 from kamaji_hami_platform.management import kindnet as management_kindnet
 from kamaji_hami_platform.settings import ChartSource, ManagementSettings, management_config
 
@@ -51,6 +52,9 @@ class ManagementClusterArgs(TypedDict, total=False):
     charts: dict[str, ChartSource]
     """Per release: the chart to install instead of the pinned one (a mirror, an OCI registry, a
     local folder). For `kamaji`, the platform then skips its fetch of Kamaji's tagged source."""
+    kubeconfig: pulumi.Input[str]
+    """Mode existing: the cluster's kubeconfig (a secret; the stack's `managementKubeconfig`).
+    Without it, `management.kubeconfig_context` of `kubeconfig_file` is read."""
 
 
 def _helm_release(resource_name: str, release: str, chart: dict[str, Any], namespace: str,
@@ -75,8 +79,29 @@ def _check_release_keys(args: ManagementClusterArgs, where: str) -> None:
                              f"(releases: {', '.join(RELEASES)})")
 
 
+def _existing_kubeconfig(management: ManagementConfig, kubeconfig: pulumi.Input[str] | None,
+                         where: str) -> pulumi.Input[str] | None:
+    """Mode existing: the kubeconfig given, or the one of management.kubeconfig_context (read now,
+    so a missing file or context fails before anything is created); mode kind: none of either."""
+    if management.is_kind:
+        if kubeconfig is not None:
+            raise ValueError(f"{where}: kubeconfig is for management mode existing (kind's is its own)")
+        return None
+    if (kubeconfig is None) == (management.kubeconfig_context is None):
+        raise ValueError(f"{where}: mode existing needs exactly one of kubeconfig and "
+                         "management.kubeconfig_context")
+    if kubeconfig is not None:
+        return kubeconfig
+    try:
+        return existing.read_context_kubeconfig(management, os.environ)
+    except ValueError as error:
+        raise config.ConfigError([f"{where}: {error}"]) from None
+
+
 class ManagementCluster(pulumi.ComponentResource):
-    """A one-node kind cluster with cert-manager, MetalLB and Kamaji installed in order.
+    """The management cluster with cert-manager, MetalLB and Kamaji installed in order: a one-node
+    kind cluster the component creates (mode `kind`), or a cluster that exists (mode `existing`:
+    reached through `kubeconfig`, nothing created outside it, cert-manager and MetalLB optional).
 
     Its children are named `<name>-...`: two management clusters live in one stack when their
     settings differ (`name`, `docker_network`, `docker_subnet`)."""
@@ -85,31 +110,103 @@ class ManagementCluster(pulumi.ComponentResource):
     """The management cluster's kubeconfig (secret)."""
     provider: kubernetes.Provider
     """The Kubernetes provider every management-cluster resource uses."""
-    pool_range: pulumi.Output[str]
-    """The MetalLB address range LoadBalancer services (tenant API servers) draw from."""
+    pool_range: pulumi.Output[str | None]
+    """The MetalLB address range LoadBalancer services (tenant API servers) draw from (none when
+    the platform does not give MetalLB a pool: an existing cluster's own load balancer, NodePort)."""
     host_flags: pulumi.Output[str]
-    """The `docker run` flags this Docker host needs for a kind node (kind's own detection)."""
-    cluster: local.Command
+    """The `docker run` flags this Docker host needs for a kind node (kind's own detection; empty
+    for an existing cluster)."""
+    cluster: local.Command | None
     """The command that runs the kind cluster: a tenant's `deleted_with`, so destroy skips what
-    goes with the cluster."""
-    network: local.Command
-    """The command that creates the platform's Docker network (a KamajiTenant's `management_network`)."""
+    goes with the cluster (None for an existing cluster, which destroy never removes)."""
+    network: local.Command | None
+    """The command that creates the platform's Docker network (a KamajiTenant's `management_network`;
+    None for an existing cluster)."""
 
     def __init__(self, name: str, args: ManagementClusterArgs,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         where = f"ManagementCluster {name!r}"
         management = management_config(args.get("management"), where)
         _check_release_keys(args, where)
+        given_kubeconfig = _existing_kubeconfig(management, args.get("kubeconfig"), where)
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.settings: ManagementConfig = management
         values = args.get("helm_values") or {}
         charts = args.get("charts") or {}
         child = pulumi.ResourceOptions(parent=self)
-        kind_config = render.kind_cluster_config(management)
-        self.create_only = create_only_guards(name, render.MANAGEMENT_CREATE_ONLY,
+        self.create_only = create_only_guards(name, render.management_create_only(management),
                                               render.management_create_only_values(management),
                                               render.MANAGEMENT_WAY_OUT, self)
+        if management.is_kind:
+            on_cluster, before_releases, before_kamaji = self._kind_cluster(name, management, child)
+        else:
+            on_cluster, before_releases = self._existing_cluster(name, management, given_kubeconfig, child)
+            before_kamaji = before_releases
 
+        # Named after the component since issue 20; the alias keeps the dev stack's releases.
+        def release(release_name: str, pinned: versions.HelmChart, namespace: str,
+                    platform_values: dict[str, Any]) -> kubernetes.helm.v3.Release:
+            return _helm_release(
+                f"{name}-{release_name}", release_name, chart_args(pinned, charts.get(release_name)),
+                namespace, deep_merge(platform_values, values.get(release_name)),
+                pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
+                    aliases=legacy_aliases(name, release_name), depends_on=before_releases)))
+
+        self.cert_manager = None
+        if management.install_cert_manager:
+            self.cert_manager = release(CERT_MANAGER, versions.CERT_MANAGER_CHART,
+                                        render.CERT_MANAGER_NAMESPACE, render.cert_manager_values())
+        self.metallb = None
+        if management.install_metallb:
+            self.metallb = release(METALLB, versions.METALLB_CHART, render.METALLB_NAMESPACE,
+                                   render.metallb_values())
+        self.pool_range = pulumi.Output.from_input(management.pool_range)
+        if self.metallb is not None and management.manages_pool:
+            self._metallb_pool(name, on_cluster, self.metallb)
+        kamaji_chart_args, fetched = self._kamaji_chart(name, charts.get(render.KAMAJI_RELEASE), child)
+        self.kamaji = kubernetes.helm.v3.Release(
+            f"{name}-{render.KAMAJI_RELEASE}",
+            name=render.KAMAJI_RELEASE,
+            **kamaji_chart_args,
+            namespace=render.KAMAJI_NAMESPACE,
+            create_namespace=True,
+            values=deep_merge(render.kamaji_values(management), values.get(render.KAMAJI_RELEASE)),
+            timeout=HELM_TIMEOUT_SECONDS,
+            opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
+                aliases=legacy_aliases(name, render.KAMAJI_RELEASE),
+                depends_on=[*([self.cert_manager] if self.cert_manager else []), *fetched, *before_kamaji,
+                            *self.create_only])))
+
+        # Kamaji's TCP webhooks fail closed and its readiness is a bare ping:
+        # tenants wait until a dry-run TCP is accepted (kamaji_hami_platform/readiness.py).
+        self.kamaji_webhook = local.Command(
+            f"{name}-kamaji-webhook",
+            create=readiness.kamaji_webhook_wait_script(management),
+            **self._management_access(management),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                depends_on=[self.kamaji])))
+
+        self.register_outputs({
+            "kubeconfig": self.kubeconfig,
+            "poolRange": self.pool_range,
+            "hostFlags": self.host_flags,
+        })
+
+    def _management_access(self, management: ManagementConfig) -> dict[str, Any]:
+        """How a readiness command reaches the cluster, and when it runs again: through the kind
+        node, once per kind cluster; else with the stack's kubeconfig (a secret environment
+        variable), once per Kamaji version."""
+        if management.is_kind:
+            return {"triggers": [self.cluster.id, versions.KAMAJI_IMAGE_TAG]}
+        return {"environment": {readiness.MANAGEMENT_KUBECONFIG_ENV: self.kubeconfig},
+                "triggers": [management.name, versions.KAMAJI_IMAGE_TAG]}
+
+    def _kind_cluster(self, name: str, management: ManagementConfig, child: pulumi.ResourceOptions,
+                      ) -> tuple[pulumi.ResourceOptions, list[pulumi.Resource], list[pulumi.Resource]]:
+        """The Docker network, the kind cluster, its kubeconfig and provider, and what kind's node
+        needs: the options of everything installed on it, what the releases wait for (the provider
+        alone) and what Kamaji waits for (kindnetd without limits)."""
+        kind_config = render.kind_cluster_config(management)
         # kind keeps a network that exists (kind v0.31.0 network.go ensureNetwork): this one has
         # the configured subnet workers take fixed addresses from
         # (kamaji_hami_platform/management/docker_network.py).
@@ -158,23 +255,6 @@ class ManagementCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                 depends_on=[kubeconfig_cmd])),
         )
-        # Everything in the cluster goes with it: destroy skips these deletes (pulumi deleted_with).
-        on_cluster = pulumi.ResourceOptions(parent=self, provider=self.provider, deleted_with=self.cluster)
-
-        # Named after the component since issue 20; the alias keeps the dev stack's releases.
-        def release(release_name: str, pinned: versions.HelmChart, namespace: str,
-                    platform_values: dict[str, Any]) -> kubernetes.helm.v3.Release:
-            return _helm_release(
-                f"{name}-{release_name}", release_name, chart_args(pinned, charts.get(release_name)),
-                namespace, deep_merge(platform_values, values.get(release_name)),
-                pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
-                    aliases=legacy_aliases(name, release_name))))
-
-        self.cert_manager = release(CERT_MANAGER, versions.CERT_MANAGER_CHART, render.CERT_MANAGER_NAMESPACE,
-                                    render.cert_manager_values())
-        self.metallb = release(METALLB, versions.METALLB_CHART, render.METALLB_NAMESPACE,
-                               render.metallb_values())
-        self.pool_range = pulumi.Output.from_input(management.pool_range)
         # What kind adds to its nodes on some hosts, read once per kind cluster, as kind reads it
         # for its own node: the workers start with the same (kamaji_hami_platform/docker_host.py).
         host_check = local.Command(
@@ -190,6 +270,37 @@ class ManagementCluster(pulumi.ComponentResource):
             create=management_kindnet.remove_limits_script(management),
             triggers=[self.cluster.id],
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.cluster])))
+        # Everything in the cluster goes with it: destroy skips these deletes (pulumi deleted_with).
+        on_cluster = pulumi.ResourceOptions(parent=self, provider=self.provider, deleted_with=self.cluster)
+        return on_cluster, [], [self.kindnet]
+
+    def _existing_cluster(self, name: str, management: ManagementConfig, kubeconfig: pulumi.Input[str],
+                          child: pulumi.ResourceOptions,
+                          ) -> tuple[pulumi.ResourceOptions, list[pulumi.Resource]]:
+        """A provider for the cluster that exists, and a check that it answers (and has cert-manager
+        when the platform does not install it) before anything is installed on it."""
+        self.network = None
+        self.cluster = None
+        self.host_flags = pulumi.Output.from_input("")
+        self.kubeconfig = pulumi.Output.secret(kubeconfig)
+        self.provider = kubernetes.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.kubeconfig,
+            # The cluster is the same one when its credentials rotate: an update, never a replacement
+            # of the provider and everything on it.
+            cluster_identifier=f"{config.MODE_EXISTING}/{management.name}",
+            opts=child)
+        check = local.Command(
+            f"{name}-cluster-check",
+            create=existing.cluster_check_script(management, readiness.MANAGEMENT_KUBECONFIG_ENV),
+            environment={readiness.MANAGEMENT_KUBECONFIG_ENV: self.kubeconfig},
+            triggers=[management.name, management.install_cert_manager],
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=self.create_only)))
+        # Nothing outside the cluster goes with it: destroy uninstalls what the platform installed.
+        return pulumi.ResourceOptions(parent=self, provider=self.provider), [check]
+
+    def _metallb_pool(self, name: str, on_cluster: pulumi.ResourceOptions,
+                      metallb: kubernetes.helm.v3.Release) -> None:
         self.pool = kubernetes.apiextensions.CustomResource(
             f"{name}-metallb-pool",
             api_version=render.METALLB_API_VERSION,
@@ -197,7 +308,7 @@ class ManagementCluster(pulumi.ComponentResource):
             metadata={"name": render.METALLB_POOL_NAME, "namespace": render.METALLB_NAMESPACE},
             spec=self.pool_range.apply(render.metallb_pool_spec),
             opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
-                depends_on=[self.metallb, *self.create_only])),
+                depends_on=[metallb, *self.create_only])),
         )
         self.l2_advertisement = kubernetes.apiextensions.CustomResource(
             f"{name}-metallb-l2",
@@ -208,33 +319,6 @@ class ManagementCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
                 depends_on=[self.pool])),
         )
-        kamaji_chart_args, fetched = self._kamaji_chart(name, charts.get(render.KAMAJI_RELEASE), child)
-        self.kamaji = kubernetes.helm.v3.Release(
-            f"{name}-{render.KAMAJI_RELEASE}",
-            name=render.KAMAJI_RELEASE,
-            **kamaji_chart_args,
-            namespace=render.KAMAJI_NAMESPACE,
-            create_namespace=True,
-            values=deep_merge(render.kamaji_values(management), values.get(render.KAMAJI_RELEASE)),
-            timeout=HELM_TIMEOUT_SECONDS,
-            opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
-                aliases=legacy_aliases(name, render.KAMAJI_RELEASE),
-                depends_on=[self.cert_manager, *fetched, self.kindnet, *self.create_only])))
-
-        # Kamaji's TCP webhooks fail closed and its readiness is a bare ping:
-        # tenants wait until a dry-run TCP is accepted (kamaji_hami_platform/readiness.py).
-        self.kamaji_webhook = local.Command(
-            f"{name}-kamaji-webhook",
-            create=readiness.kamaji_webhook_wait_script(management),
-            triggers=[self.cluster.id, versions.KAMAJI_IMAGE_TAG],
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
-                depends_on=[self.kamaji])))
-
-        self.register_outputs({
-            "kubeconfig": self.kubeconfig,
-            "poolRange": self.pool_range,
-            "hostFlags": self.host_flags,
-        })
 
     @staticmethod
     def _kamaji_chart(name: str, override: ChartSource | None,

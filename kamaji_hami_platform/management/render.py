@@ -194,9 +194,31 @@ MANAGEMENT_CREATE_ONLY = (
 )
 
 
+# Mode existing: the settings of the cluster it does not create.
+EXISTING_CREATE_ONLY = (
+    CreateOnlySetting("mode", "management.mode",
+                      "every tenant control plane and its data live in the management cluster; "
+                      "another cluster starts without them"),
+    *(setting for setting in MANAGEMENT_CREATE_ONLY if setting.key in ("kamajiEtcdReplicas",
+                                                                       "metallbAddressRange")),
+    # The TCP's Service type and address are what every joined worker's kubelet reaches.
+    CreateOnlySetting("apiExposure", "management.apiExposure",
+                      "a tenant API moves to another address while its workers keep the one they joined"),
+)
+
+
+def management_create_only(management: ManagementConfig) -> tuple[CreateOnlySetting, ...]:
+    """The create-only settings of the management cluster's mode. kind keeps its guards as they were
+    (a new guard in a running stack would be a create, harmless, but the set stays stable)."""
+    return MANAGEMENT_CREATE_ONLY if management.is_kind else EXISTING_CREATE_ONLY
+
+
 def management_create_only_values(management: ManagementConfig) -> dict[str, str]:
     """Each create-only setting's value, as its guard's trigger."""
+    if not management.is_kind:
+        return {"mode": management.mode, "kamajiEtcdReplicas": str(management.kamaji_etcd_replicas),
+                "metallbAddressRange": management.pool_range or "", "apiExposure": management.api_exposure}
     return {"name": management.name, "nodeImage": management.node_image,
             "dockerNetwork": management.docker_network, "dockerSubnet": management.docker_subnet,
             "kamajiEtcdReplicas": str(management.kamaji_etcd_replicas),
-            "metallbAddressRange": management.pool_range}
+            "metallbAddressRange": management.pool_range or ""}

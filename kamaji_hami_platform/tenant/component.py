@@ -11,23 +11,23 @@ containers, and the tenant's CNI (kindnet) and kube-proxy.
 
 import base64
 import os
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 from urllib.parse import urlparse
 
 import pulumi
 import pulumi_kubernetes as kubernetes
 import yaml
-from pulumi_command import local
+from pulumi_command import local, remote
 
 from kamaji_hami_platform import docker_host, readiness, references
-from kamaji_hami_platform.config import ManagementConfig, TenantConfig
+from kamaji_hami_platform.config import ManagementConfig, SshEndpoint, TenantConfig, WorkerHost
 from kamaji_hami_platform.create_only import create_only_guards
 from kamaji_hami_platform.kubernetes_objects import create_objects, create_objects_with
 from kamaji_hami_platform.providers import check_provider_args, cluster_provider
 from kamaji_hami_platform.settings import ManagementSettings, TenantSettings, management_config, tenant_config
 from kamaji_hami_platform.tenant import addons as tenant_addons
 from kamaji_hami_platform.tenant import control_plane as tcp_render
-from kamaji_hami_platform.tenant import node_join
+from kamaji_hami_platform.tenant import host_join, node_join
 from kamaji_hami_platform.tenant.addresses import claim_worker_addresses
 from kamaji_hami_platform.tenant.network_policy import network_policies
 
@@ -73,6 +73,22 @@ def control_plane_uid(secret_metadata: object, dry_run: bool) -> str:
                      "check it with kubectl -n <tenant> get secret <tenant>-admin-kubeconfig -o yaml")
 
 
+def _ssh_keys_for(tenant: TenantConfig, keys: object, where: str) -> dict[str, pulumi.Input[str]]:
+    """The private keys the tenant's hosts and bastions name; each must be given (by name)."""
+    wanted = sorted({endpoint.private_key for host in tenant.hosts
+                     for endpoint in (host.ssh, host.bastion) if endpoint is not None})
+    if not wanted:
+        return {}
+    if not isinstance(keys, dict):
+        raise ValueError(f"{where}: ssh_private_keys must be a mapping of key names to private keys "
+                         f"(the hosts name {', '.join(wanted)})")
+    missing = [key for key in wanted if key not in keys]
+    if missing:
+        raise ValueError(f"{where}: ssh_private_keys has no {', '.join(missing)} (given: "
+                         f"{', '.join(sorted(keys)) or 'none'})")
+    return {key: keys[key] for key in wanted}
+
+
 class KamajiTenantArgs(TypedDict):
     """The inputs of a KamajiTenant."""
 
@@ -95,6 +111,9 @@ class KamajiTenantArgs(TypedDict):
     management_network: NotRequired[pulumi.Input[local.Command]]
     """The command that creates the Docker network (`ManagementCluster.network`): a new network
     replaces the workers attached to it."""
+    ssh_private_keys: NotRequired[pulumi.Input[dict[str, pulumi.Input[str]]]]
+    """SSH private keys by name (secrets), for the tenant's `hosts` and their bastions: each host
+    names its key (`private_key`). The stack's `sshPrivateKeys`."""
 
 
 class KamajiTenant(pulumi.ComponentResource):
@@ -114,9 +133,10 @@ class KamajiTenant(pulumi.ComponentResource):
     provider: kubernetes.Provider
     """Provider for resources inside the tenant cluster."""
     node_names: list[str]
-    """Names of the tenant's worker nodes (= container names)."""
+    """Names of the tenant's worker nodes (= container names, or the hosts' names)."""
     workers: list[local.Command]
-    """The tenant's worker containers, in order (a HamiNodePool's `workers`)."""
+    """The tenant's workers, in order (a HamiNodePool's `workers`): each worker container, or for
+    hosts the command that waits until the host's node is Ready."""
 
     def __init__(self, name: str, args: KamajiTenantArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         where = f"KamajiTenant {name!r}"
@@ -126,7 +146,11 @@ class KamajiTenant(pulumi.ComponentResource):
         if opts is not None and opts.deleted_with is not None:
             raise ValueError(f"{where}: deleted_with in opts would reach every child, the workers too "
                              "(whose delete must run): pass management_cluster instead")
-        claim_worker_addresses(tenant, management_settings, where)
+        ssh_keys = _ssh_keys_for(tenant, args.get("ssh_private_keys"), where)
+        if management_settings.is_kind:
+            claim_worker_addresses(tenant, management_settings, where)
+        elif tenant.workers and not tenant.on_hosts:
+            raise ValueError(f"{where}: container workers need a kind management cluster: give hosts")
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.tenant: TenantConfig = tenant
         management_provider = cluster_provider(args, "management", f"{name}-management-k8s", self)
@@ -147,7 +171,7 @@ class KamajiTenant(pulumi.ComponentResource):
         self.create_only = create_only_guards(
             name, tcp_render.create_only_settings(tenant), tcp_render.create_only_values(tenant),
             tcp_render.create_only_way_out(tenant), self)
-        self.control_plane = self._control_plane(name, on_management,
+        self.control_plane = self._control_plane(name, management_settings, on_management,
                                                  [namespace, *self.network_policies, *self.create_only])
         self.admin_secret = self._admin_kubeconfig_secret(name, management_provider)
         self.kubeconfig = pulumi.Output.secret(self.admin_secret.data.apply(decode_admin_kubeconfig))
@@ -175,9 +199,14 @@ class KamajiTenant(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.admin_access]))
 
         self.node_names = tenant.worker_names()
-        self.worker_image = self._worker_image(name, management_settings)
         self.workers: list[local.Command] = []
-        for index in range(tenant.workers):
+        if tenant.on_hosts:
+            for host in tenant.hosts:
+                # One at a time, as the containers: a new control plane re-joins host after host.
+                self.workers.append(self._host_worker(name, host, ssh_keys, previous=self.workers[-1:]))
+        elif tenant.workers:
+            self.worker_image = self._worker_image(name, management_settings)
+        for index in range(0 if tenant.on_hosts else tenant.workers):
             # One at a time: each worker waits for the one before it, so a change that
             # replaces workers (version, spec, control plane) rolls through them and the
             # tenant keeps its other nodes meanwhile.
@@ -202,9 +231,9 @@ class KamajiTenant(pulumi.ComponentResource):
             "nodeNames": self.node_names,
         })
 
-    def _control_plane(self, name: str, on_management: pulumi.ResourceOptions,
+    def _control_plane(self, name: str, management: ManagementConfig, on_management: pulumi.ResourceOptions,
                        after: list[pulumi.Resource]) -> kubernetes.apiextensions.CustomResource:
-        tcp = tcp_render.tenant_control_plane(self.tenant)
+        tcp = tcp_render.tenant_control_plane(self.tenant, management)
         timeout = f"{tcp_render.READY_TIMEOUT_MINUTES}m"
         return kubernetes.apiextensions.CustomResource(
             f"{name}-control-plane",
@@ -270,3 +299,68 @@ class KamajiTenant(pulumi.ComponentResource):
                 # as an Output, from another language, the network only orders the worker).
                 replace_with=references.replaceable(network)),
         )
+
+    def _host_worker(self, name: str, host: WorkerHost, keys: dict[str, pulumi.Input[str]],
+                     previous: list[local.Command]) -> local.Command:
+        """A machine joined over SSH: `-leave` (its delete drains and deletes the node, then resets
+        the host over SSH, warning when the host does not answer), `-join` (pulumi-command's remote
+        Command: prerequisites, a short-lived token, kubeadm join; reset again when the join fails)
+        and the returned command that waits until the node is Ready. A new control plane (its UID)
+        or another address replaces all three in that order: the host is reset, then joins again.
+        The delete lives in a local command because pulumi-command fails a delete whose SSH dial
+        fails (v1.2.1 provider/pkg/provider/remote/commandOutputs.go), which would block destroy."""
+        triggers = [host.name, host.address, self.control_plane_uid]
+        environment = {node_join.KUBECONFIG_ENV: self.kubeconfig,
+                       host_join.HOST_SSH_KEY_ENV: pulumi.Output.secret(keys[host.ssh.private_key])}
+        if host.bastion is not None:
+            environment[host_join.BASTION_SSH_KEY_ENV] = pulumi.Output.secret(keys[host.bastion.private_key])
+        leave = local.Command(
+            f"{name}-{host.name}-leave",
+            create=f"echo 'host {host.name} ({host.address}) is a worker of tenant {self.tenant.name}'",
+            delete=host_join.leave_script(self.tenant, host),
+            interpreter=["/bin/bash", "-c"],
+            environment=environment,
+            logging=local.Logging.STDOUT_AND_STDERR,  # redacted by the script
+            triggers=triggers,
+            opts=pulumi.ResourceOptions(
+                parent=self, delete_before_replace=True,
+                depends_on=[self.control_plane, self.admin_access, *previous]))
+        join = remote.Command(
+            f"{name}-{host.name}-join",
+            connection=_connection(host, keys),
+            create=host_join.join_command(self.tenant, host),
+            # The admin kubeconfig reaches the host on stdin only (secret in state, never an argument).
+            stdin=self.kubeconfig,
+            logging=remote.Logging.STDOUT_AND_STDERR,  # progress and prerequisites, redacted
+            triggers=triggers,
+            opts=pulumi.ResourceOptions(
+                parent=self, delete_before_replace=True, depends_on=[leave],
+                additional_secret_outputs=["stdout", "stderr"]))
+        return local.Command(
+            f"{name}-{host.name}",
+            create=host_join.ready_script(self.tenant, host),
+            interpreter=["/bin/bash", "-c"],
+            environment={node_join.KUBECONFIG_ENV: self.kubeconfig},
+            triggers=triggers,
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True, depends_on=[join]))
+
+
+# pulumi-command's defaults are 10 dial errors of 15 s each (v1.2.1 remote/connection.go): a host
+# that does not answer fails the join within about a minute instead of several.
+DIAL_ERROR_LIMIT = 4
+PER_DIAL_TIMEOUT_SECONDS = 15
+
+
+def _connection_args(endpoint: SshEndpoint, keys: dict[str, pulumi.Input[str]]) -> dict[str, Any]:
+    """How pulumi-command reaches a host or its bastion. Without host_key it accepts any host key
+    (pulumi-command's InsecureIgnoreHostKey); with it, only that one."""
+    return {"host": endpoint.address, "port": endpoint.port, "user": endpoint.user,
+            "private_key": pulumi.Output.secret(keys[endpoint.private_key]),
+            "host_key": endpoint.host_key, "dial_error_limit": DIAL_ERROR_LIMIT,
+            "per_dial_timeout": PER_DIAL_TIMEOUT_SECONDS}
+
+
+def _connection(host: WorkerHost, keys: dict[str, pulumi.Input[str]]) -> remote.ConnectionArgs:
+    proxy = (remote.ProxyConnectionArgs(**_connection_args(host.bastion, keys))
+             if host.bastion is not None else None)
+    return remote.ConnectionArgs(**_connection_args(host.ssh, keys), proxy=proxy)

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from kamaji_hami_platform import names
-from kamaji_hami_platform.config import TenantConfig
+from kamaji_hami_platform.config import LOAD_BALANCER, NODE_PORT, ManagementConfig, TenantConfig
 from kamaji_hami_platform.create_only import CreateOnlySetting
 
 API_VERSION = "kamaji.clastix.io/v1alpha1"
@@ -85,8 +85,32 @@ def wait_for(tenant: TenantConfig) -> str:
                        f"jsonpath={VERSION_JSONPATH}={tenant.kubernetes_version}"])
 
 
-def tenant_control_plane(tenant: TenantConfig) -> dict[str, Any]:
-    """The whole TenantControlPlane object for one tenant."""
+def api_port(tenant: TenantConfig) -> int:
+    """The port of the tenant's API server: its node port when exposed as NodePort (Kamaji makes the
+    Service's port, the container's port and the node port one number: 26.8.2-edge
+    internal/resources/k8s_service_resource.go)."""
+    return tenant.api_node_port or API_PORT
+
+
+def konnectivity_port(tenant: TenantConfig) -> int:
+    """Konnectivity's server port, a node port too under NodePort (internal/resources/konnectivity/
+    service_resource.go sets NodePort to addons.konnectivity.server.port)."""
+    return tenant.konnectivity_node_port or KONNECTIVITY_PORT
+
+
+def _service_and_address(management: ManagementConfig | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The Service type, and the address Kamaji advertises: a LoadBalancer's comes from its status
+    (an IP only: Kamaji refuses a hostname-only ingress, api/v1alpha1/tenantcontrolplane_funcs.go
+    DeclaredControlPlaneAddress); a NodePort has none, so the management node's is set."""
+    if management is None or management.api_exposure == LOAD_BALANCER:
+        return {"serviceType": LOAD_BALANCER}, {}
+    return {"serviceType": NODE_PORT}, {"address": management.node_port_address}
+
+
+def tenant_control_plane(tenant: TenantConfig, management: ManagementConfig | None = None) -> dict[str, Any]:
+    """The whole TenantControlPlane object for one tenant (exposed as `management` says; by default
+    as a LoadBalancer)."""
+    service, address = _service_and_address(management)
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -100,7 +124,7 @@ def tenant_control_plane(tenant: TenantConfig) -> dict[str, Any]:
             "dataStoreSchema": datastore_schema(tenant),
             "controlPlane": {
                 "deployment": {"replicas": tenant.control_plane_replicas},
-                "service": {"serviceType": "LoadBalancer"},
+                "service": service,
             },
             "kubernetes": {
                 "version": tenant.kubernetes_version,
@@ -111,7 +135,8 @@ def tenant_control_plane(tenant: TenantConfig) -> dict[str, Any]:
                 "admissionControllers": list(ADMISSION_CONTROLLERS),
             },
             "networkProfile": {
-                "port": API_PORT,
+                **address,
+                "port": api_port(tenant),
                 "podCidrs": [tenant.pod_cidr],
                 "serviceCidrs": [tenant.service_cidr],
                 "dnsServiceIPs": [tenant.dns_service_ip],
@@ -121,7 +146,7 @@ def tenant_control_plane(tenant: TenantConfig) -> dict[str, Any]:
             "addons": {
                 "coreDNS": {},
                 "konnectivity": {
-                    "server": {"port": KONNECTIVITY_PORT},
+                    "server": {"port": konnectivity_port(tenant)},
                     # Host network: the agent connects before the tenant CNI runs.
                     "agent": {"mode": "DaemonSet", "hostNetwork": True},
                 },

@@ -28,7 +28,7 @@ from typing import Any
 from kamaji_hami_platform.config import ManagementConfig, TenantConfig
 from kamaji_hami_platform.management import docker_network
 from kamaji_hami_platform.management.render import KAMAJI_NAMESPACE
-from kamaji_hami_platform.tenant.control_plane import API_PORT, KONNECTIVITY_PORT
+from kamaji_hami_platform.tenant.control_plane import api_port, konnectivity_port
 
 TCP_POD_LABEL = "kamaji.clastix.io/name"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -42,7 +42,12 @@ def _ports(*numbers: int, protocol: str = "TCP") -> list[dict[str, Any]]:
 
 
 def _own_workers_and_host(tenant: TenantConfig, management: ManagementConfig) -> list[dict[str, Any]]:
-    """The tenant's block of worker addresses and the host (the Docker network's gateway)."""
+    """kind: the tenant's block of worker addresses and the host (the Docker network's gateway).
+    existing: each of the tenant's worker hosts, and the configured client CIDRs (Pulumi's host,
+    operators)."""
+    if not management.is_kind:
+        return ([{"ipBlock": {"cidr": f"{host.address}/32"}} for host in tenant.hosts]
+                + [{"ipBlock": {"cidr": cidr}} for cidr in management.api_client_cidrs])
     network = docker_network.layout(management.docker_subnet)
     return ([{"ipBlock": {"cidr": cidr}} for cidr in network.block_cidrs(tenant.address_block)]
             + [{"ipBlock": {"cidr": f"{network.gateway}/32"}}])
@@ -75,7 +80,7 @@ def network_policies(tenant: TenantConfig, management: ManagementConfig) -> list
             "ingress": [
                 {"from": [*_own_workers_and_host(tenant, management), _namespace(KAMAJI_NAMESPACE),
                           {"podSelector": {}}],
-                 "ports": _ports(API_PORT, KONNECTIVITY_PORT)},
+                 "ports": _ports(api_port(tenant), konnectivity_port(tenant))},
             ],
         }),
         _policy(tenant, "allow-control-plane-egress", {
@@ -93,7 +98,7 @@ def network_policies(tenant: TenantConfig, management: ManagementConfig) -> list
                          "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
                  "ports": _ports(DNS_PORT, protocol="UDP") + _ports(DNS_PORT)},
                 {"to": [{"podSelector": control_plane}],
-                 "ports": _ports(API_PORT, KONNECTIVITY_PORT)},
+                 "ports": _ports(api_port(tenant), konnectivity_port(tenant))},
             ],
         }),
     ]

@@ -1,0 +1,96 @@
+"""An existing management cluster: its kubeconfig from a file's context, and a check of what the
+platform relies on and does not install there. Pure functions; the component wires them.
+
+Nothing here repeats a credential: a problem names the file and the context, never their content.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+
+from kamaji_hami_platform.config import ManagementConfig
+from kamaji_hami_platform.management.render import CERT_MANAGER_NAMESPACE, KAMAJI_NAMESPACE
+
+DEFAULT_KUBECONFIG = "~/.kube/config"
+# What Kamaji's chart needs of cert-manager (its webhook Certificate and Issuer).
+CERT_MANAGER_CRDS = ("certificates.cert-manager.io", "issuers.cert-manager.io")
+REQUEST_TIMEOUT = "30s"
+
+
+def kubeconfig_path(management: ManagementConfig, environ: Mapping[str, str]) -> Path:
+    """kubeconfigFile, else the first file of $KUBECONFIG (kubectl's own order), else ~/.kube/config."""
+    if management.kubeconfig_file:
+        return Path(management.kubeconfig_file).expanduser()
+    first = next((p for p in environ.get("KUBECONFIG", "").split(os.pathsep) if p), None)
+    return Path(first or DEFAULT_KUBECONFIG).expanduser()
+
+
+def _named(items: object, name: str) -> dict | None:
+    if not isinstance(items, list):
+        return None
+    return next((item for item in items if isinstance(item, dict) and item.get("name") == name), None)
+
+
+def kubeconfig_for_context(text: str, context: str, source: str) -> str:
+    """A kubeconfig holding only `context` (as current) with its cluster and user: what the
+    providers and scripts get, so other contexts of the file never reach the stack's state.
+    Raises ValueError naming `source` and the context (never the file's content)."""
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise ValueError(f"{source} is not YAML (a kubeconfig is)") from None
+    if not isinstance(document, dict):
+        raise ValueError(f"{source} is not a kubeconfig")
+    entry = _named(document.get("contexts"), context)
+    if entry is None:
+        names = ", ".join(str(c.get("name")) for c in document.get("contexts") or [] if isinstance(c, dict))
+        raise ValueError(f"{source} has no context {context!r} (it has: {names or 'none'})")
+    details = entry.get("context") or {}
+    cluster = _named(document.get("clusters"), details.get("cluster", ""))
+    user = _named(document.get("users"), details.get("user", ""))
+    if cluster is None or user is None:
+        raise ValueError(f"{source}: context {context!r} names a cluster or user the file does not hold")
+    return yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": context,
+        "contexts": [entry], "clusters": [cluster], "users": [user],
+    }, sort_keys=True)
+
+
+def read_context_kubeconfig(management: ManagementConfig, environ: Mapping[str, str]) -> str:
+    """The kubeconfig of management.kubeconfigContext, read now (at preview), or ValueError."""
+    path = kubeconfig_path(management, environ)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise ValueError(f"management.kubeconfigContext: cannot read {path} ({error.strerror})") from None
+    return kubeconfig_for_context(text, management.kubeconfig_context or "", str(path))
+
+
+def cluster_check_script(management: ManagementConfig, kubeconfig_env: str) -> str:
+    """Before anything is installed: the cluster answers with the kubeconfig given (in
+    $kubeconfig_env), and cert-manager is there when the platform is told not to install it."""
+    bounded = f'kubectl --kubeconfig "$kc" --request-timeout={REQUEST_TIMEOUT}'
+    crds = " ".join(shlex.quote(crd) for crd in CERT_MANAGER_CRDS)
+    cert_manager = "" if management.install_cert_manager else f"""
+if ! out=$({bounded} get crd {crds} -o name 2>&1); then
+  echo "management.certManager.install is false, but cert-manager is not installed on the cluster" \\
+    "(Kamaji's chart needs it in {CERT_MANAGER_NAMESPACE}): $out" >&2
+  exit 1
+fi
+echo "cert-manager is installed"
+"""
+    return f"""set -u
+kc=$(umask 077; mktemp)
+trap 'rm -f "$kc"' EXIT
+printf '%s' "${kubeconfig_env}" > "$kc"
+if ! out=$({bounded} get --raw /version 2>&1); then
+  echo "cannot reach the management cluster with the stack's kubeconfig: $out" >&2
+  exit 1
+fi
+echo "management cluster reached; Kamaji goes to {KAMAJI_NAMESPACE}"
+{cert_manager}"""

@@ -1,0 +1,340 @@
+"""The whole program under mocks in each mode: an existing management cluster with worker hosts over
+SSH and real and mock GPUs (examples/production/Pulumi.prod.yaml), next to the kind dev stack, with
+the guarantees the dev stack's tests hold (parents, providers, order, determinism, secrets)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from kamaji_hami_platform.tenant import host_join
+from kamaji_hami_platform.tenant.node_join import KUBECONFIG_ENV
+from tests.harness import (
+    MGMT_KUBECONFIG_SENTINEL,
+    TENANT_KUBECONFIG_SENTINEL,
+    PlatformMocks,
+    Program,
+    RecordingMonitor,
+    fake_kubeconfig,
+    is_secret,
+    key_body,
+    plain_text_leaks,
+    production_config,
+    run_program,
+)
+
+pytestmark = pytest.mark.unit
+
+COMMAND = "command:local:Command"
+REMOTE = "command:remote:Command"
+HELM = "kubernetes:helm.sh/v3:Release"
+TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
+POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+HOSTS = ("gpu-node-1", "gpu-node-2", "gpu-node-3")
+
+
+@pytest.fixture
+def prod_config() -> tuple[dict[str, Any], tuple[str, ...]]:
+    return production_config()
+
+
+@pytest.fixture(scope="module")
+def prod_program() -> Program:
+    config, secret_keys = production_config()
+    return run_program(config, secret_keys=secret_keys, stack="prod")
+
+
+def needles(config: dict[str, Any]) -> tuple[str, ...]:
+    """Every secret text of the run: both kubeconfigs' tokens and the private keys' bodies."""
+    return (MGMT_KUBECONFIG_SENTINEL, TENANT_KUBECONFIG_SENTINEL,
+            *(key_body(key) for key in config["sshPrivateKeys"].values()))
+
+
+def node_port_config(config: dict[str, Any]) -> dict[str, Any]:
+    config = copy.deepcopy(config)
+    config["management"].update(apiExposure="NodePort", nodePortAddress="10.20.0.10")
+    config["management"]["metallb"] = {"install": False}
+    del config["management"]["metallbAddressRange"]
+    for index, tenant in enumerate(config["tenants"]):
+        tenant.update(apiNodePort=31443 + 10 * index, konnectivityNodePort=31132 + 10 * index)
+    return config
+
+
+class TestNoKindOnAnExistingCluster:
+    def test_nothing_is_created_outside_the_cluster_but_on_the_hosts(self, prod_program):
+        names = {r.name for r in prod_program.of_type(COMMAND)}
+        for kind_only in ("management-kind", "management-network", "management-kubeconfig",
+                          "management-docker-host", "management-kindnet-limits"):
+            assert kind_only not in names
+        assert not [n for n in names if n.endswith("-worker-image") or "-worker-" in n]
+        scripts = [r.inputs.get(key, "") for r in prod_program.of_type(COMMAND)
+                   for key in ("create", "delete")]
+        assert not [s for s in scripts if "docker " in s], "an existing cluster's stack runs no Docker"
+
+    def test_the_provider_takes_the_given_kubeconfig_as_a_secret_and_a_stable_identity(self, prod_program):
+        provider = prod_program.named("management-k8s")
+        assert is_secret(provider.wire["kubeconfig"])
+        assert provider.inputs["clusterIdentifier"] == "existing/prod"
+        assert MGMT_KUBECONFIG_SENTINEL in provider.inputs["kubeconfig"]
+
+    def test_only_the_releases_the_config_installs(self, prod_program):
+        releases = {r.name for r in prod_program.of_type(HELM)}
+        assert "management-cert-manager" not in releases  # certManager.install: false
+        assert {"management-metallb", "management-kamaji"} <= releases
+        assert prod_program.named("management-metallb-pool").inputs["spec"] == {
+            "addresses": ["10.20.0.200-10.20.0.220"]}
+
+    def test_kamaji_waits_for_the_cluster_check_which_looks_for_cert_manager(self, prod_program):
+        check = prod_program.named("management-cluster-check")
+        assert "certificates.cert-manager.io" in check.inputs["create"]
+        assert prod_program.depends_on(prod_program.named("management-kamaji"), check)
+        assert is_secret(check.wire["environment"]["MANAGEMENT_KUBECONFIG"])
+
+    def test_readiness_runs_with_this_hosts_kubectl_and_a_private_kubeconfig(self, prod_program):
+        webhook = prod_program.named("management-kamaji-webhook")
+        assert 'kubectl --kubeconfig "$management_kc"' in webhook.inputs["create"]
+        assert is_secret(webhook.wire["environment"]["MANAGEMENT_KUBECONFIG"])
+        access = prod_program.named("ml-prod-admin-access")
+        assert 'kubectl --kubeconfig "$tenant_kc"' in access.inputs["create"]
+
+    def test_control_planes_are_exposed_as_the_config_says(self, prod_program, prod_config):
+        spec = prod_program.named("ml-prod-control-plane").inputs["spec"]
+        assert spec["controlPlane"]["service"] == {"serviceType": "LoadBalancer"}
+        assert spec["networkProfile"]["port"] == 6443 and "address" not in spec["networkProfile"]
+        config, secret_keys = prod_config
+        program = run_program(node_port_config(config), secret_keys=secret_keys, stack="prod")
+        spec = program.named("sandbox-control-plane").inputs["spec"]
+        assert spec["controlPlane"]["service"] == {"serviceType": "NodePort"}
+        assert spec["networkProfile"]["address"] == "10.20.0.10"
+        assert spec["networkProfile"]["port"] == 31453
+        assert spec["addons"]["konnectivity"]["server"]["port"] == 31142
+        assert not program.of_type("kubernetes:metallb.io/v1beta1:IPAddressPool")
+        ingress = policy(program, "sandbox", "allow-control-plane-ingress")
+        assert ingress["ingress"][0]["ports"] == [{"protocol": "TCP", "port": 31453},
+                                                  {"protocol": "TCP", "port": 31142}]
+
+    def test_a_control_plane_admits_its_own_hosts_and_the_client_cidrs_only(self, prod_program):
+        ingress = policy(prod_program, "ml-prod", "allow-control-plane-ingress")
+        blocks = [peer["ipBlock"]["cidr"] for peer in ingress["ingress"][0]["from"] if "ipBlock" in peer]
+        assert blocks == ["10.20.1.11/32", "10.20.1.12/32", "10.20.1.13/32", "10.20.0.0/24"]
+        sandbox = policy(prod_program, "sandbox", "allow-control-plane-ingress")
+        assert "10.20.1.11/32" not in str(sandbox)
+
+
+class TestWorkerHosts:
+    def test_each_host_leaves_joins_then_waits_for_ready_in_that_order(self, prod_program):
+        for host in HOSTS:
+            leave = prod_program.named(f"ml-prod-{host}-leave")
+            join = prod_program.named(f"ml-prod-{host}-join")
+            ready = prod_program.named(f"ml-prod-{host}")
+            assert (leave.type, join.type, ready.type) == (COMMAND, REMOTE, COMMAND)
+            assert prod_program.depends_on(join, leave) and prod_program.depends_on(ready, join)
+            assert prod_program.depends_on(leave, prod_program.named("ml-prod-admin-access"))
+            for resource in (leave, join, ready):
+                assert resource.parent == prod_program.named("ml-prod").urn
+                assert resource.options["deleteBeforeReplace"] is True
+
+    def test_hosts_join_one_after_another(self, prod_program):
+        first, second = (prod_program.named(f"ml-prod-{h}") for h in HOSTS[:2])
+        assert prod_program.depends_on(prod_program.named(f"ml-prod-{HOSTS[1]}-leave"), first)
+        assert not prod_program.depends_on(first, second)
+
+    def test_the_join_runs_over_ssh_with_the_kubeconfig_on_stdin_and_no_delete(self, prod_program):
+        join = prod_program.named("ml-prod-gpu-node-1-join")
+        assert join.inputs["create"] == host_join.join_command(
+            prod_program_tenant("ml-prod"), prod_program_tenant("ml-prod").hosts[0])
+        assert "delete" not in join.inputs  # a failed SSH dial must never block destroy
+        assert is_secret(join.wire["stdin"]) and TENANT_KUBECONFIG_SENTINEL in join.inputs["stdin"]
+        connection = join.inputs["connection"]
+        assert is_secret(join.wire["connection"])  # the private keys in it
+        assert (connection["host"], connection["user"], connection["port"]) == ("10.20.1.11", "ubuntu", 22)
+        assert connection["proxy"]["host"] == "bastion.example.com" and connection["proxy"]["user"] == "jump"
+        assert key_body(connection["privateKey"]) != key_body(connection["proxy"]["privateKey"])
+        assert (connection["dialErrorLimit"], connection["perDialTimeout"]) == (4, 15)
+        assert {"stdout", "stderr"} <= set(join.options["additionalSecretOutputs"])
+
+    def test_leaving_drains_deletes_and_resets_with_secrets_from_the_environment(self, prod_program):
+        leave = prod_program.named("ml-prod-gpu-node-1-leave")
+        assert leave.inputs["delete"] == host_join.leave_script(
+            prod_program_tenant("ml-prod"), prod_program_tenant("ml-prod").hosts[0])
+        environment = leave.wire["environment"]
+        assert set(environment) == {KUBECONFIG_ENV, host_join.HOST_SSH_KEY_ENV, host_join.BASTION_SSH_KEY_ENV}
+        assert all(is_secret(value) for value in environment.values())
+        assert "BASTION" not in str(prod_program.named("sandbox-cpu-node-1-leave").wire["environment"])
+
+    def test_a_new_control_plane_rejoins_every_host(self, prod_program):
+        """The control plane's UID is a trigger of all three: a replaced control plane resets the
+        host (leave's delete) before it joins again."""
+        uid = "uid-ml-prod-control-plane"
+        for host in HOSTS:
+            for suffix in ("-leave", "-join", ""):
+                assert uid in prod_program.named(f"ml-prod-{host}{suffix}").inputs["triggers"]
+
+    def test_gpu_registration_waits_for_the_node_to_be_ready(self, prod_program):
+        patch = prod_program.named("ml-prod-gpus-gpu-node-2")
+        ready = prod_program.named("ml-prod-gpu-node-2")
+        assert prod_program.depends_on(patch, ready)
+        assert patch.options["replaceWith"] == [ready.urn]
+
+
+class TestRealAndMockGpus:
+    def test_real_cards_turn_hamis_device_plugin_on_and_mock_cards_keep_it_off(self, prod_program):
+        def device_plugin(tenant: str) -> bool:
+            return prod_program.named(f"{tenant}-gpus-hami").inputs["values"]["devicePlugin"]["enabled"]
+
+        assert device_plugin("ml-prod") is True
+        assert device_plugin("sandbox") is False
+
+    def test_real_gpu_prerequisites_are_checked_on_gpu_hosts_only(self, prod_program):
+        assert "nvidia-smi" in prod_program.named("ml-prod-gpu-node-1-join").inputs["create"]
+        assert "nvidia-smi" not in prod_program.named("sandbox-cpu-node-1-join").inputs["create"]
+
+    def test_the_plan_counts_every_real_card(self, prod_program):
+        capacity = prod_program.exports["tenants"]["ml-prod"]["gpuCapacity"]
+        assert capacity["cards"] == 3 * 8
+        assert prod_program.exports["tenants"]["ml-prod"]["gpuPlan"]["fits"] is True
+
+
+class TestGuarantees:
+    def test_every_resource_has_a_component_parent(self, prod_program):
+        components = {r.urn for r in prod_program.registrations if r.type.startswith("kamaji-hami-platform:")}
+        for resource in prod_program.registrations:
+            if resource.type.startswith("kamaji-hami-platform:"):
+                continue
+            assert resource.parent in components, resource.name
+
+    def test_kubernetes_resources_use_their_clusters_provider(self, prod_program):
+        """The management cluster's objects (releases, namespaces, policies, control planes) on its
+        provider; everything inside a tenant (CNI, kube-proxy, HAMi, node registrations) on the
+        tenant's."""
+        by_urn = prod_program.by_urn
+        on_management = ("kubernetes:core/v1:Namespace", POLICY, TCP)
+        for resource in prod_program.registrations:
+            if not resource.type.startswith("kubernetes:") or resource.options.get("read"):
+                continue
+            parent = by_urn[resource.parent]
+            tenant = parent.name.removesuffix("-gpus")
+            if parent.name == "management" or resource.type in on_management:
+                expected = prod_program.named("management-k8s")
+            else:
+                expected = prod_program.named(f"{tenant}-k8s")
+            assert resource.provider.startswith(expected.urn + "::"), resource.name
+
+    def test_no_secret_in_plain_text_anywhere(self, prod_program, prod_config):
+        config, _ = prod_config
+        for resource in prod_program.registrations:
+            assert plain_text_leaks(resource.wire, needles(config)) == [], resource.name
+
+    def test_no_secret_in_any_command_line_or_script(self, prod_program, prod_config):
+        config, _ = prod_config
+        for resource in [*prod_program.of_type(COMMAND), *prod_program.of_type(REMOTE)]:
+            for key in ("create", "delete", "update"):
+                text = resource.inputs.get(key) or ""
+                assert not [n for n in needles(config) if n in text], (resource.name, key)
+
+    def test_the_kubeconfig_export_is_secret(self, prod_program):
+        assert "managementKubeconfig" in prod_program.secret_exports
+        assert "tenantKubeconfigs" in prod_program.secret_exports
+
+    def test_two_runs_register_identical_inputs(self, prod_config):
+        config, secret_keys = prod_config
+
+        def snapshot(program: Program) -> dict:
+            return {(r.type, r.name): (r.wire, sorted(r.dependencies), r.parent, r.provider)
+                    for r in program.registrations}
+
+        first = run_program(config, secret_keys=secret_keys, stack="prod")
+        second = run_program(config, secret_keys=secret_keys, stack="prod")
+        assert snapshot(first) == snapshot(second)
+
+    def test_a_fresh_preview_plans_everything(self, prod_config):
+        config, secret_keys = prod_config
+        program = run_program(config, secret_keys=secret_keys, stack="prod", preview=True,
+                              mocks=PlatformMocks(fresh_preview=True))
+        assert {f"ml-prod-{h}-join" for h in HOSTS} <= {r.name for r in program.of_type(REMOTE)}
+
+
+class TestKubeconfigContext:
+    def test_a_context_of_a_kubeconfig_file_is_read_and_kept_secret(self, prod_config, tmp_path):
+        config, _ = prod_config
+        other = yaml.safe_load(fake_kubeconfig("https://other:6443", "sentinel-other-context-token"))
+        document = yaml.safe_load(fake_kubeconfig("https://10.20.0.10:6443", MGMT_KUBECONFIG_SENTINEL))
+        document["contexts"][0]["name"] = "prod-admin"
+        document["contexts"].append({"name": "other", "context": {"cluster": "o", "user": "o"}})
+        document["clusters"].append({"name": "o", "cluster": other["clusters"][0]["cluster"]})
+        document["users"].append({"name": "o", "user": other["users"][0]["user"]})
+        path = tmp_path / "kubeconfig"
+        path.write_text(yaml.safe_dump(document))
+        del config["managementKubeconfig"]
+        config["management"].update(kubeconfigContext="prod-admin", kubeconfigFile=str(path))
+        program = run_program(config, secret_keys=("sshPrivateKeys",), stack="prod")
+        provider = program.named("management-k8s")
+        assert is_secret(provider.wire["kubeconfig"])
+        kubeconfig = yaml.safe_load(provider.inputs["kubeconfig"])
+        assert kubeconfig["current-context"] == "prod-admin"
+        assert "sentinel-other-context-token" not in provider.inputs["kubeconfig"], "only the context given"
+
+    def test_a_missing_context_stops_before_anything_is_registered(self, prod_config, tmp_path, monkeypatch):
+        config, _ = prod_config
+        path = tmp_path / "kubeconfig"
+        path.write_text(fake_kubeconfig("https://10.20.0.10:6443", MGMT_KUBECONFIG_SENTINEL))
+        del config["managementKubeconfig"]
+        config["management"].update(kubeconfigContext="nope", kubeconfigFile=str(path))
+        registered = spy_registrations(monkeypatch)
+        with pytest.raises(pulumi.RunError) as caught:
+            run_program(config, secret_keys=("sshPrivateKeys",), stack="prod")
+        assert f"{path} has no context 'nope' (it has: ctx)" in str(caught.value)
+        assert MGMT_KUBECONFIG_SENTINEL not in str(caught.value)
+        assert registered == []
+
+
+class TestImpossibleMixtures:
+    def test_all_problems_are_reported_with_paths_before_anything_registers(self, prod_config, monkeypatch):
+        config, secret_keys = prod_config
+        config["tenants"][1]["workers"] = 2  # containers next to hosts, on an existing cluster
+        config["management"]["dockerSubnet"] = "172.30.0.0/16"
+        config["tenants"][0]["hosts"][2]["privateKey"] = "missing-key"
+        registered = spy_registrations(monkeypatch)
+        with pytest.raises(pulumi.RunError) as caught:
+            run_program(config, secret_keys=secret_keys, stack="prod")
+        message = str(caught.value)
+        assert "management.dockerSubnet: is for mode kind" in message
+        assert "tenants[1].workers: give workers" in message
+        assert "tenants[0].hosts[2].privateKey: 'missing-key' is not in the secret sshPrivateKeys" in message
+        assert registered == []
+        assert not [n for n in needles(config) if n in message]
+
+    def test_a_secret_set_in_plain_text_is_refused_without_echoing_it(self, prod_config):
+        config, _ = prod_config
+        with pytest.raises(pulumi.RunError) as caught:
+            run_program(config, secret_keys=("sshPrivateKeys",), stack="prod")
+        assert "managementKubeconfig: must be a secret" in str(caught.value)
+        assert MGMT_KUBECONFIG_SENTINEL not in str(caught.value)
+
+
+def spy_registrations(monkeypatch) -> list[str]:
+    registered: list[str] = []
+    original = RecordingMonitor.RegisterResource
+
+    def spy(self, request):
+        if request.type != "pulumi:pulumi:Stack":
+            registered.append(request.name)
+        return original(self, request)
+
+    monkeypatch.setattr(RecordingMonitor, "RegisterResource", spy)
+    return registered
+
+
+def prod_program_tenant(name: str):
+    from kamaji_hami_platform.config import load_stack_file
+    from tests.harness import PRODUCTION_STACK
+
+    return next(t for t in load_stack_file(PRODUCTION_STACK).tenants if t.name == name)
+
+
+def policy(program: Program, tenant: str, name: str) -> dict[str, Any]:
+    return program.named(f"{tenant}-networkpolicy-{tenant}-{name}").inputs["spec"]
