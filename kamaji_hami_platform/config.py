@@ -493,7 +493,8 @@ MANAGEMENT = Section("management", "The management cluster (kind on this machine
     Field("nodePortAddress", "string", "existing, NodePort: the management node address workers reach "
           "tenant APIs on", nullable=True, checks=(IPV4_ADDRESS,)),
     Field("apiClientCidrs", "array", "existing: the IPv4 CIDRs Pulumi's host and operators reach tenant "
-          "APIs from, as the control plane pods see them (after any SNAT of the load balancer)",
+          "APIs from, as the control plane pods see them (kube-proxy masquerades external traffic to "
+          "the management nodes' addresses: include their network)",
           nullable=True, cidr_prefix=(0, 32), in_code=True),
 ))
 

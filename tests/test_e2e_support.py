@@ -140,7 +140,7 @@ class TestStackAccess:
 
     @pytest.fixture(autouse=True)
     def prerequisites_present(self, monkeypatch):
-        monkeypatch.setattr(e2e_conftest, "missing_prerequisite", lambda: None)
+        monkeypatch.setattr(e2e_conftest, "missing_prerequisite", lambda kind=True: None)
         monkeypatch.delenv(e2e_conftest.REQUIRE_STACK, raising=False)
 
     @staticmethod
@@ -165,7 +165,7 @@ class TestStackAccess:
                 auto.CommandResult("", "no stack", 255))))
 
     def test_missing_tools_fail_when_the_run_requires_a_stack(self, monkeypatch):
-        monkeypatch.setattr(e2e_conftest, "missing_prerequisite", lambda: "kind is not installed")
+        monkeypatch.setattr(e2e_conftest, "missing_prerequisite", lambda kind=True: "kind is not installed")
         monkeypatch.setenv(e2e_conftest.REQUIRE_STACK, "1")
         with pytest.raises(pytest.fail.Exception, match="kind is not installed"):
             e2e_conftest.open_live_stack("dev")
@@ -179,6 +179,21 @@ class TestStackAccess:
 def test_missing_prerequisite_names_the_missing_tool(monkeypatch):
     monkeypatch.setattr(support.shutil, "which", lambda tool: None)
     assert "Pulumi CLI" in support.missing_prerequisite()
+
+
+def test_a_stack_on_an_existing_cluster_needs_no_docker_or_kind_here(monkeypatch):
+    monkeypatch.setattr(support.shutil, "which",
+                        lambda tool: f"/usr/bin/{tool}" if tool == "pulumi" else None)
+    assert support.missing_prerequisite(kind=False) is None
+    assert support.missing_prerequisite(kind=True) == "docker is not installed"
+
+
+def test_the_mode_is_read_from_the_stack_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(e2e_conftest, "ROOT", tmp_path)
+    (tmp_path / "Pulumi.prod.yaml").write_text(
+        "config:\n  kamaji-hami-platform:management:\n    mode: existing\n")
+    assert e2e_conftest.stack_is_kind("prod") is False
+    assert e2e_conftest.stack_is_kind("absent") is True
 
 
 def test_probe_tells_open_refused_and_timed_out_apart(tmp_path):

@@ -170,6 +170,22 @@ class TestThePlatformItself:
         violations += [v.message for rule in rules.STACK_RULES.values() for v in rule(resources)]
         assert violations == []
 
+    @pytest.mark.parametrize("exposure", ["LoadBalancer", "NodePort"])
+    def test_an_existing_cluster_with_host_workers_complies(self, exposure):
+        """The production example (existing cluster, hosts, real and mock GPUs), both exposures."""
+        from tests.harness import production_config, run_program
+        from tests.test_program_modes import node_port_config
+
+        config, secret_keys = production_config()
+        program = run_program(config if exposure == "LoadBalancer" else node_port_config(config),
+                              secret_keys=secret_keys, stack="prod")
+        resources = as_resources(program)
+        assert {r.props["spec"]["controlPlane"]["service"]["serviceType"] for r in resources
+                if r.type == rules.TCP_TYPE} == {exposure}
+        violations = [m for r in resources for rule in rules.RESOURCE_RULES.values() for m in rule(r)]
+        violations += [v.message for rule in rules.STACK_RULES.values() for v in rule(resources)]
+        assert violations == []
+
     def test_the_rules_see_the_resources_they_guard(self, dev_program):
         types = {r.type for r in as_resources(dev_program)}
         guarded = {rules.TCP_TYPE, rules.NETWORK_POLICY_TYPE, rules.HELM_RELEASE_TYPE, rules.COMMAND_TYPE}

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import pytest
 import yaml
 
-from kamaji_hami_platform.config import PlatformConfig, TenantConfig, load_stack
+from kamaji_hami_platform.config import MODE_KIND, PlatformConfig, TenantConfig, load_stack, read_stack_file
 from tests.e2e.support import ROOT, backend_env, error_text, missing_prerequisite
 
 STACK = os.environ.get("E2E_STACK", "dev")
@@ -73,11 +73,20 @@ def no_stack(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
+def stack_is_kind(name: str) -> bool:
+    """Whether the stack's file says kind (the default; also when there is no file yet)."""
+    try:
+        raw = read_stack_file(ROOT / f"Pulumi.{name}.yaml")
+    except ValueError:
+        return True
+    return (raw.get("management") or {}).get("mode", MODE_KIND) == MODE_KIND
+
+
 def open_live_stack(name: str, connect_to: Callable[[str], LiveStack] = connect) -> LiveStack:
     """The stack to test, or a skip (no stack) or a failure (a stack that cannot be read)."""
     from pulumi import automation as auto
 
-    reason = missing_prerequisite()
+    reason = missing_prerequisite(kind=stack_is_kind(name))
     if reason:
         no_stack(f"no live stack reachable: {reason}")
     try:

@@ -51,10 +51,13 @@ def backend_env() -> dict[str, str]:
     return env
 
 
-def missing_prerequisite() -> str | None:
-    """Why no live stack can be reached from here, or None."""
+def missing_prerequisite(kind: bool = True) -> str | None:
+    """Why no live stack can be reached from here, or None. A stack on an existing management
+    cluster (`kind=False`) needs only the Pulumi CLI here: its clusters are reached over the network."""
     if shutil.which("pulumi") is None:
         return "the Pulumi CLI is not installed (https://www.pulumi.com/docs/iac/download-install/)"
+    if not kind:
+        return None
     if shutil.which("docker") is None:
         return "docker is not installed"
     if subprocess.run(["docker", "info"], capture_output=True, check=False,
