@@ -18,7 +18,7 @@ ifeq ($(origin PULUMI_CONFIG_PASSPHRASE)$(origin PULUMI_CONFIG_PASSPHRASE_FILE),
 export PULUMI_CONFIG_PASSPHRASE :=
 endif
 
-.PHONY: help up preview down test sim test-venv e2e e2e-lifecycle lint images check-pulumi check-tools check-kind-version \
+.PHONY: help up preview down test sim ssh test-venv e2e e2e-lifecycle lint images check-pulumi check-tools check-kind-version \
 	venv stack unprotect-tenant tenant-argument kamaji-chart
 
 help:
@@ -27,6 +27,7 @@ help:
 	@echo "make down     destroy everything the stack created"
 	@echo "make test     unit suite in a fresh virtualenv (no Docker, no Pulumi CLI needed)"
 	@echo "make sim      tenant objects against a real kube-apiserver built from Go modules (needs Go)"
+	@echo "make ssh      worker hosts joined and reset over real SSH, in a sandbox (needs root)"
 	@echo "make images   list every pinned image and chart"
 	@echo "make kamaji-chart  fetch and verify the pinned Kamaji chart (make preview does it)"
 	@echo "make e2e      acceptance cases TC-00..TC-08 and the declared workloads against the deployed stack $(STACK)"
@@ -107,7 +108,7 @@ unprotect-tenant: tenant-argument stack
 test:
 	rm -rf $(TEST_VENV)
 	@$(MAKE) --no-print-directory test-venv
-	$(TEST_VENV)/bin/python -m pytest -m "not e2e and not sim"
+	$(TEST_VENV)/bin/python -m pytest -m "not e2e and not sim and not ssh"
 
 # The partial simulation tier: a real kube-apiserver 1.35 and etcd, built from their Go
 # modules into a cache outside the repository (toolchain/build.sh), fed the platform's objects.
@@ -115,6 +116,13 @@ sim:
 	@[ -x $(TEST_VENV)/bin/python ] || $(MAKE) --no-print-directory test-venv
 	bash toolchain/build.sh >/dev/null
 	$(TEST_VENV)/bin/python -m pytest -m sim -v tests/sim
+
+# Worker hosts over SSH, for real: Debian's sshd unpacked into the toolchain cache
+# (toolchain/openssh.sh, never installed) runs in a mount namespace with stand-in host tools.
+ssh:
+	@[ -x $(TEST_VENV)/bin/python ] || $(MAKE) --no-print-directory test-venv
+	bash toolchain/openssh.sh >/dev/null
+	$(TEST_VENV)/bin/python -m pytest -m ssh -v tests/ssh
 
 test-venv:
 	$(PYTHON) -m venv $(TEST_VENV)

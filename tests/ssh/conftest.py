@@ -1,0 +1,54 @@
+"""The ssh tier's sshd (one per session) and a clean host for each test."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from kamaji_hami_platform.tenant import host_join
+from tests.ssh import sandbox
+from tests.ssh.sandbox import Sandbox
+
+# A tenant admin kubeconfig: the token stands for the credential that must never show.
+ADMIN_CREDENTIAL = "s3cret-admin-token"
+
+
+@pytest.fixture(scope="session")
+def sshd() -> Iterator[Sandbox]:
+    if os.geteuid() != 0:
+        pytest.skip("the ssh tier runs sshd in a mount namespace of its own (bind mounts over /etc, "
+                    "/opt and /proc files): it needs root")
+    if shutil.which("unshare") is None:
+        pytest.skip("the ssh tier needs unshare (util-linux) for the sandbox's mount namespace")
+    box = sandbox.start(sandbox.openssh_root())
+    try:
+        yield box
+    finally:
+        sandbox.remove(box)
+
+
+@pytest.fixture
+def box(sshd: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
+    """A host with every prerequisite and nothing joined; afterwards, no secret in anything the
+    test's commands printed or the stand-ins logged."""
+    sshd.reset()
+    sshd.runs.clear()
+    # No /proc/modules on this kernel to bind over (no module support): the sandbox's file.
+    monkeypatch.setattr(host_join, "PROC_MODULES", str(sshd.host / "modules"))
+    monkeypatch.setattr(host_join, "MODULES_BUILTIN", str(sshd.host / "modules.builtin"))
+    yield sshd
+    secrets = {"the admin credential": ADMIN_CREDENTIAL, "the bootstrap token": sandbox.TOKEN,
+               "the token's secret": sandbox.TOKEN.split(".")[1]}
+    for user in sshd.keys:
+        # A line from the middle of each private key's PEM body.
+        secrets[f"{user}'s private key"] = sshd.key_text(user).splitlines()[2]
+    texts = {f"output of {run.argv[:2]}": run.output for run in sshd.runs}
+    texts["the host's argv log"] = "\n".join(sshd.argv_log())
+    texts["the local kubectl's argv log"] = "\n".join(sshd.kubectl_log())
+    texts["sshd's log"] = sshd.sshd_log.read_text()
+    for where, text in texts.items():
+        for what, secret in secrets.items():
+            assert secret not in text, f"{what} shows in {where}"
