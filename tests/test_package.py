@@ -436,3 +436,43 @@ class TestReviewFindings:
         assert not program.named("blue-cert-manager").options["aliases"]
         reachable = reachable_urns(program, "s", "p")
         assert len(reachable) == len(set(reachable)), "one old URN claimed twice"
+
+
+EXISTING = """
+import pulumi
+import pulumi_kubernetes as kubernetes
+from kamaji_hami_platform import KamajiTenant, KamajiTenantArgs, ManagementCluster, ManagementClusterArgs
+management = {"mode": "existing", "kubeconfig_context": "unused", "api_client_cidrs": ["10.0.0.0/24"],
+              "metallb": {"install": False}}
+provider = kubernetes.Provider("mine", kubeconfig="{}")
+def tenant(name, pod, hosts):
+    hosts = [{"name": h, "address": f"10.0.1.{i + 1}", "private_key": "k"} for i, h in enumerate(hosts)]
+    service = "10.99.0.0/16" if name == "a" else "10.98.0.0/16"
+    return {"name": name, "kubernetes_version": "v1.35.0", "pod_cidr": pod, "service_cidr": service,
+            "hosts": hosts}
+"""
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("""KamajiTenant("a", KamajiTenantArgs(tenant=tenant("a", "10.40.0.0/16", ["h1"]), management=management,
+            management_provider=provider))""",
+     "KamajiTenant 'a': ssh_private_keys must be a mapping of key names to private keys (the hosts name k)"),
+    ("""KamajiTenant("a", KamajiTenantArgs(tenant=tenant("a", "10.40.0.0/16", ["h1"]), management=management,
+            management_provider=provider, ssh_private_keys={"other": "x"}))""",
+     "KamajiTenant 'a': ssh_private_keys has no k (given: other)"),
+    ("""KamajiTenant("a", KamajiTenantArgs(tenant=tenant("a", "10.40.0.0/16", ["h1"]),
+            management_provider=provider, ssh_private_keys={"k": "x"}))""",
+     "KamajiTenant 'a': hosts need management mode existing"),
+    ("""for name in ("a", "b"):
+    KamajiTenant(name, KamajiTenantArgs(tenant=tenant(name, "10.40.0.0/16", [name + "-h"]),
+        management=management, management_provider=provider, ssh_private_keys={"k": "x"}))""",
+     "KamajiTenant 'b': tenant.podCidr: 10.40.0.0/16 overlaps tenants[0].podCidr"),
+])
+def test_host_tenants_as_components_are_checked_before_anything_exists(tmp_path, body, message):
+    """A KamajiTenant with hosts, outside the stack program: the keys its hosts name, the mode, and
+    another tenant of the same program on the same existing cluster."""
+    main = tmp_path / "__main__.py"
+    main.write_text(EXISTING + body + "\n")
+    with pytest.raises(Exception) as caught:
+        run_program({}, main=main, project="p", stack="s")
+    assert message in str(caught.value)

@@ -37,7 +37,8 @@ def claim_worker_addresses(tenant: cfg.TenantConfig, management: cfg.ManagementC
     claimed = _claims_of_this_run().setdefault((management.name, management.docker_network), [])
     problems = cfg._Problems()
     tenants = [*claimed, tenant]
-    cfg._check_address_blocks(tenants, management, problems)
+    if management.is_kind:  # an existing cluster's workers are hosts with their own addresses
+        cfg._check_address_blocks(tenants, management, problems)
     cfg._check_overlaps(tenants, management, problems)
     mine = f"tenants[{len(claimed)}]"
     found = [item for item in problems.items if item.startswith(mine)]

@@ -147,10 +147,12 @@ class KamajiTenant(pulumi.ComponentResource):
             raise ValueError(f"{where}: deleted_with in opts would reach every child, the workers too "
                              "(whose delete must run): pass management_cluster instead")
         ssh_keys = _ssh_keys_for(tenant, args.get("ssh_private_keys"), where)
-        if management_settings.is_kind:
-            claim_worker_addresses(tenant, management_settings, where)
-        elif tenant.workers and not tenant.on_hosts:
+        if not management_settings.is_kind and tenant.workers and not tenant.on_hosts:
             raise ValueError(f"{where}: container workers need a kind management cluster: give hosts")
+        if management_settings.is_kind and tenant.on_hosts:
+            raise ValueError(f"{where}: hosts need management mode existing (a kind cluster's tenant APIs "
+                             "are on this machine's Docker network)")
+        claim_worker_addresses(tenant, management_settings, where)
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.tenant: TenantConfig = tenant
         management_provider = cluster_provider(args, "management", f"{name}-management-k8s", self)
