@@ -47,7 +47,8 @@ class TestCommandLines:
         assert shlex.split(command)[:4] == ["sudo", "-n", "/bin/sh", "-c"]
         reset = host_join.leave_script(tenant(SUDO_HOST), SUDO_HOST)
         assert "\nsudo -n /bin/sh -c 'set -u\n" in reset
-        assert "'sudo kubeadm reset -f && sudo rm -f /etc/cni/net.d/10-kindnet.conflist'" in reset
+        assert ("'sudo kubeadm reset -f && sudo rm -f /etc/cni/net.d/10-kindnet.conflist "
+                "/etc/kubernetes/kamaji-hami-platform-tenant'") in reset
 
     def test_the_join_takes_the_kubeconfig_from_stdin_only(self):
         script = host_join.join_script(tenant(ROOT_HOST), ROOT_HOST)
@@ -120,7 +121,8 @@ class TestSsh:
     def test_the_manual_command_crosses_the_bastion(self):
         assert host_join.manual_reset_command(PINNED_HOST) == (
             "ssh -J jump@10.0.0.1:2200 -p 2222 root@10.0.0.4 "
-            "'kubeadm reset -f && rm -f /etc/cni/net.d/10-kindnet.conflist'")
+            "'kubeadm reset -f && rm -f /etc/cni/net.d/10-kindnet.conflist "
+            "/etc/kubernetes/kamaji-hami-platform-tenant'")
 
     def test_the_whole_reset_over_ssh_is_bounded(self):
         script = host_join.leave_script(tenant(ROOT_HOST), ROOT_HOST)
@@ -165,7 +167,8 @@ class TestPrerequisites:
         assert "nvidia-smi -L" in script and '[ "${gpus:-0}" -ge 4 ]' in script
         assert "command -v nvidia-container-runtime" in script
         assert "containerd config dump" in script
-        assert 'default_runtime_name[[:space:]]*=[[:space:]]*"nvidia"' in script
+        # Either quote: containerd 2.x prints 'nvidia', 1.x "nvidia".
+        assert "default_runtime_name[[:space:]]*=[[:space:]]*[\"'\"'\"']nvidia[\"'\"'\"']" in script
         assert "nvidia-ctk runtime configure --runtime=containerd --set-as-default" in script
 
     def test_paths_are_module_constants(self, monkeypatch):
@@ -200,14 +203,15 @@ class TestJoinAndLeave:
     def test_every_kubectl_call_of_the_leave_is_bounded(self):
         script = host_join.leave_script(tenant(ROOT_HOST), ROOT_HOST)
         calls = [line for line in script.splitlines()
-                 if re.search(r"\bkubectl\b", line) and not line.lstrip().startswith("echo")]
+                 if re.search(r"\bkubectl\b", line) and not line.lstrip().startswith(("echo", "#"))]
         bound = f"--request-timeout={node_join.API_REQUEST_TIMEOUT}"
         assert len(calls) == 2 and all("timeout " in line and bound in line for line in calls), calls
+        assert "--skip-wait-for-delete-timeout=" in script
         assert f"timeout {node_join.API_CALL_TIMEOUT_SECONDS} kubectl" in script
 
     def test_a_failed_drain_uncordons_and_fails_unless_drains_are_skipped(self):
         script = host_join.leave_script(tenant(ROOT_HOST), ROOT_HOST)
-        assert f'if [ "${{{node_join.SKIP_DRAIN_ENV}:-}}" != 1 ]; then' in script
+        assert f'[ "${{{node_join.SKIP_DRAIN_ENV}:-}}" = 1 ] && drain=""' in script
         drain = script[script.index('drain "$node"'):]
         drain = drain[:drain.index("exit 1")]
         assert 'k uncordon "$node"' in drain

@@ -43,6 +43,12 @@ READY_WAIT = node_join.NODE_READY_WAIT
 API_REQUEST_TIMEOUT = node_join.API_REQUEST_TIMEOUT
 API_CALL_TIMEOUT_SECONDS = node_join.API_CALL_TIMEOUT_SECONDS
 DRAIN_TIMEOUT_SECONDS = 120
+# Minting the join token: retried while Kamaji sets up the bootstrap RBAC, each call bounded.
+TOKEN_WAIT_SECONDS = 120
+TOKEN_CALL_TIMEOUT_SECONDS = 30
+# A node that does not answer: pods its drain evicted are gone after this long, whatever their
+# state (kubectl drain --skip-wait-for-delete-timeout; a silent kubelet never confirms them).
+SKIP_WAIT_FOR_DELETE_SECONDS = 30
 
 # Paths on the host. Module constants, so the ssh test tier runs the scripts unchanged against
 # a sandbox (bind mounts in a mount namespace; a path the sandbox cannot bind over is set there).
@@ -51,6 +57,9 @@ NODE_CA_CERT = node_join.NODE_CA_CERT
 # kindnetd writes its CNI config here (kind v0.31.0 images/kindnetd/cmd/kindnetd/cni.go); `kubeadm
 # reset` leaves CNI configs alone ("does not perform cleanup of CNI plugin configuration").
 KINDNET_CNI_CONFIG = "/etc/cni/net.d/10-kindnet.conflist"
+# Written after a join, removed by every reset: which platform tenant the host is a node of. The
+# join resets only a host that carries this tenant's marker, never a node of another cluster.
+JOIN_MARKER = "/etc/kubernetes/kamaji-hami-platform-tenant"
 CNI_BIN_DIR = "/opt/cni/bin"
 # The plugins kindnet's config chains (ptp, host-local IPAM, portmap) plus loopback, which the
 # container runtime sets up in every pod: what kindest/node ships (tenant/addons.py).
@@ -84,6 +93,11 @@ SSH_FAILED, TIMED_OUT = 255, 124
 
 def _q(text: str) -> str:
     return shlex.quote(text)
+
+
+def marker_text(tenant: TenantConfig) -> str:
+    """What JOIN_MARKER holds on a host joined to `tenant`."""
+    return f"kamaji-hami-platform tenant {tenant.name}"
 
 
 def tenant_minor(tenant: TenantConfig) -> int:
@@ -228,8 +242,10 @@ esac
 
 
 def _toml_setting(key: str, value: str) -> str:
-    """An extended regular expression of the TOML line `key = "value"` (any indentation)."""
-    return f'^[[:space:]]*{key}[[:space:]]*=[[:space:]]*"{value}"'
+    """An extended regular expression of the TOML line `key = "value"` or `key = 'value'` (any
+    indentation): containerd 2.x prints its config with literal strings ('nvidia'), 1.x and CRI-O
+    with basic ones ("nvidia")."""
+    return f"^[[:space:]]*{key}[[:space:]]*=[[:space:]]*[\"']{value}[\"']"
 
 
 def _reset_function() -> str:
@@ -239,7 +255,7 @@ def _reset_function() -> str:
   if ! reset_output=$(kubeadm reset -f 2>&1); then
     printf 'kubeadm reset -f failed: %s\\n' "$reset_output"; return 1
   fi
-  rm -f {KINDNET_CNI_CONFIG}
+  rm -f {KINDNET_CNI_CONFIG} {JOIN_MARKER}
 }}
 """
 
@@ -271,28 +287,46 @@ trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
 redact() {{ {REDACT_SED}; }}
 cat > "$kc"
-{prerequisites_script(tenant, host)}{_reset_function()}\
 # The tenant's CA, as PEM without line breaks, from its kubeconfig and from the node.
 want=$(sed -n 's/^ *certificate-authority-data: *//p' "$kc" | head -n 1 | base64 -d 2>/dev/null \\
   | tr -d '\\r\\n' || true)
+# Joined to this control plane already: nothing to check or change. First, so that a re-run
+# (pulumi-command runs create again when an input changes, a rotated kubeconfig say) never
+# fails a working node over a prerequisite that changed since its join.
 if [ -f {KUBELET_CONFIG} ]; then
   have=$(tr -d '\\r\\n' < {NODE_CA_CERT} 2>/dev/null || true)
   # No CA data in the kubeconfig: nothing to compare, leave the node as it is.
   if [ -z "$want" ] || [ "$want" = "$have" ]; then
     echo "host {host.name} already joined to tenant {tenant.name}"; exit 0
   fi
+  # Only a node this platform joined to this tenant is reset (its control plane was replaced);
+  # a node of any other cluster (a mistyped address, a machine in use) is never touched.
+  owner=$(cat {JOIN_MARKER} 2>/dev/null || echo "not joined by this platform")
+  if [ "$owner" != {_q(marker_text(tenant))} ]; then
+    echo "host {host.name} is a node of another cluster ({JOIN_MARKER}: $owner); it is left as it is." \\
+      "If it should join tenant {tenant.name}, reset it by hand first (kubeadm reset -f)." >&2
+    exit 1
+  fi
+fi
+{prerequisites_script(tenant, host)}{_reset_function()}\
+if [ -f {KUBELET_CONFIG} ]; then
   echo "host {host.name} was joined to another control plane of tenant {tenant.name}; resetting it"
   reset_host >&2 || exit 1
 fi
-join="" last_error=""
-for attempt in $(seq 1 30); do
+join="" last_error="" deadline=$(( $(date +%s) + {TOKEN_WAIT_SECONDS} ))
+while [ "$(date +%s)" -lt "$deadline" ]; do
   # Kamaji sets up the bootstrap RBAC a moment after the TCP is Ready. Only stdout is the
-  # join command: a warning on stderr must never become part of it.
-  if join=$(kubeadm token create --kubeconfig "$kc" --ttl {ttl} \\
+  # join command: a warning on stderr must never become part of it. Each call bounded: a tenant
+  # API the host cannot reach must not hold the join for the kernel's connect retries.
+  if join=$(timeout {TOKEN_CALL_TIMEOUT_SECONDS} kubeadm token create --kubeconfig "$kc" --ttl {ttl} \\
       --description "join {host.name}" --print-join-command 2>"$tmp/err"); then break; fi
   last_error=$(cat "$tmp/err"); join=""; sleep 2
 done
-if [ -z "$join" ]; then printf 'kubeadm token create failed: %s\\n' "$last_error" | redact >&2; exit 1; fi
+if [ -z "$join" ]; then
+  printf 'kubeadm token create failed for %ss (can the host reach the tenant API?): %s\\n' \\
+    {TOKEN_WAIT_SECONDS} "$last_error" | redact >&2
+  exit 1
+fi
 # "kubeadm join <endpoint> --token <token> --discovery-token-ca-cert-hash sha256:<hash> ..."
 endpoint="" token="" hashes=""
 set -f; set -- $join; set +f
@@ -336,6 +370,7 @@ if ! output=$(kubeadm join --config "$tmp/join.yaml" --node-name {node} 2>&1); t
   printf 'kubeadm join of host %s failed (%s):\\n%s\\n' {node} "$reset_report" "$output" | redact >&2
   exit 1
 fi
+printf '%s\\n' {_q(marker_text(tenant))} > {JOIN_MARKER}
 # The node must come back after a reboot; kubeadm only warns when the kubelet is not enabled.
 if ! systemctl is-enabled --quiet kubelet 2>/dev/null; then
   systemctl enable kubelet >/dev/null 2>&1 && echo "enabled kubelet.service (it starts at boot)"
@@ -392,7 +427,7 @@ def manual_reset_command(host: WorkerHost) -> str:
     jump = ""
     if host.bastion is not None:
         jump = f"-J {_destination(host.bastion)}:{host.bastion.port} "
-    reset = f"{sudo}kubeadm reset -f && {sudo}rm -f {KINDNET_CNI_CONFIG}"
+    reset = f"{sudo}kubeadm reset -f && {sudo}rm -f {KINDNET_CNI_CONFIG} {JOIN_MARKER}"
     return f"ssh {jump}-p {host.ssh.port} {_destination(host.ssh)} {_q(reset)}"
 
 
@@ -417,7 +452,7 @@ if command -v kubeadm >/dev/null 2>&1; then
 else
   echo "kubeadm is not on the host's PATH: nothing to reset"
 fi
-rm -f {KINDNET_CNI_CONFIG} || exit {HOST_RESET_FAILED}
+rm -f {KINDNET_CNI_CONFIG} {JOIN_MARKER} || exit {HOST_RESET_FAILED}
 echo "host reset (kubeadm reset -f; {KINDNET_CNI_CONFIG} removed)"
 exit {HOST_RESET}
 """
@@ -482,11 +517,23 @@ elif ! found=$(k get node "$node" -o name 2>&1); then
     *) warn "could not remove the node from tenant {tenant.name} (API unreachable?): $found" ;;
   esac
 else
-  if [ "${{{SKIP_DRAIN_ENV}:-}}" != 1 ]; then
+  drain=1
+  [ "${{{SKIP_DRAIN_ENV}:-}}" = 1 ] && drain=""
+  ready=$(k get node "$node" -o jsonpath='{{.status.conditions[?(@.type=="Ready")].status}}' \\
+    2>/dev/null || true)
+  if [ -n "$drain" ] && [ "$ready" != True ]; then
+    # A node whose kubelet does not report (a dead host) never confirms an eviction: kubectl
+    # drain would wait out its timeout and fail, and with it the destroy.
+    warn "the node is not Ready (Ready=${{ready:-unknown}}): not drained, its pods go with it"
+    drain=""
+  fi
+  if [ -n "$drain" ]; then
     # --force deletes pods no controller recreates, --delete-emptydir-data their emptyDirs:
-    # both would go with the node anyway.
+    # both would go with the node anyway. --skip-wait-for-delete-timeout: a pod that stops
+    # answering while it terminates does not hold the drain (kubectl pkg/drain filters.go).
     if ! out=$(timeout {drain_bound} kubectl --kubeconfig "$kc" --request-timeout={API_REQUEST_TIMEOUT} \\
         drain "$node" --ignore-daemonsets --delete-emptydir-data --force \\
+        --skip-wait-for-delete-timeout={SKIP_WAIT_FOR_DELETE_SECONDS} \\
         --timeout={DRAIN_TIMEOUT_SECONDS}s 2>&1); then
       # drain cordons first and leaves it so on failure: the node must keep taking pods.
       k uncordon "$node" >/dev/null 2>&1 || true

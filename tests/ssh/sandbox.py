@@ -95,8 +95,12 @@ esac
     "containerd": """#!/bin/sh
 printf 'containerd %s\\n' "$*" >> @STATE@/argv.log
 [ "$*" = "config dump" ] || exit 1
-printf 'version = 2\\n[plugins."io.containerd.grpc.v1.cri".containerd]\\n  default_runtime_name = "%s"\\n' \\
-  "$(cat @STATE@/containerd-default-runtime)"
+# containerd 2.x prints literal strings ('nvidia'), 1.x basic ones ("nvidia"): the state says which.
+quote='"'
+[ -f @STATE@/containerd-2 ] && quote="'"
+section='[plugins."io.containerd.grpc.v1.cri".containerd]'
+printf 'version = 2\\n%s\\n  default_runtime_name = %s%s%s\\n' \\
+  "$section" "$quote" "$(cat @STATE@/containerd-default-runtime)" "$quote"
 """,
     "nvidia-smi": """#!/bin/sh
 printf 'nvidia-smi %s\\n' "$*" >> @STATE@/argv.log
@@ -300,12 +304,16 @@ class Sandbox:
         path.write_text("#!/bin/sh\n")
         path.chmod(0o755)
 
-    def joined(self, ca: str | None = None) -> None:
-        """The host as a join leaves it (with the test CA, or another control plane's)."""
+    def joined(self, ca: str | None = None,
+               marker: str | None = "kamaji-hami-platform tenant team-a") -> None:
+        """The host as a join leaves it (with the test CA, or another control plane's), and the
+        platform's marker of the tenant it joined (None: a node another cluster set up)."""
         pki = self.host / "kubernetes" / "pki"
         pki.mkdir(parents=True, exist_ok=True)
         (pki / "ca.crt").write_text(ca or (self.root / "ca.pem").read_text())
         (self.host / "kubernetes" / "kubelet.conf").write_text("kubelet credentials\n")
+        if marker is not None:
+            (self.host / "kubernetes" / "kamaji-hami-platform-tenant").write_text(marker + "\n")
         (self.host / "cni-net.d" / "10-kindnet.conflist").write_text("{}\n")
 
     def argv_log(self) -> list[str]:

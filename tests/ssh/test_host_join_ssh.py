@@ -103,6 +103,9 @@ class TestJoin:
         assert f'apiServerEndpoint: "{sandbox.JOIN_ENDPOINT}"' in config
         assert "apiVersion: kubeadm.k8s.io/v1beta4" in config and "name: gpu-host-1" in config
         assert (box.host / "kubernetes" / "pki" / "ca.crt").read_text() == tenant_ca(box)
+        # Marked as this platform's node of team-a: only such a node is ever reset by a join.
+        marker = (box.host / "kubernetes" / "kamaji-hami-platform-tenant").read_text()
+        assert marker == "kamaji-hami-platform tenant team-a\n"
 
     def test_a_kubelet_that_is_not_enabled_is_enabled_so_the_node_survives_a_reboot(self, box):
         (box.state / "enabled-kubelet").unlink()
@@ -185,6 +188,27 @@ class TestJoin:
         assert not (box.host / "cni-net.d" / "10-kindnet.conflist").exists()
         assert (box.host / "kubernetes" / "pki" / "ca.crt").read_text() == tenant_ca(box)
 
+    def test_a_node_of_another_cluster_is_never_reset(self, box):
+        """Joined, but not by this platform to this tenant (no marker: a mistyped address, a
+        machine in use): the join refuses and touches nothing."""
+        other = sandbox.make_ca(box.root / "other-ca.pem", "another cluster's CA")
+        for marker in (None, "kamaji-hami-platform tenant team-b"):
+            box.joined(ca=other, marker=marker)
+            result = join(box, worker(box))
+            assert result.returncode == 1
+            assert "host gpu-host-1 is a node of another cluster" in result.stderr
+            assert "reset it by hand first (kubeadm reset -f)" in result.stderr
+            assert not kubeadm_calls(box, "reset") and not kubeadm_calls(box, "join")
+            assert (box.host / "kubernetes" / "pki" / "ca.crt").read_text() == other
+
+    def test_an_already_joined_node_is_not_checked_again(self, box):
+        """A re-run (an input of the join changed) on a working node whose tools changed since."""
+        box.joined()
+        (box.bin / "kubelet").unlink()
+        result = join(box, worker(box))
+        assert result.returncode == 0, result.output
+        assert "already joined" in result.stdout
+
     def test_real_gpus_missing_are_listed_with_the_fix(self, box):
         box.write_state("gpus", "1")
         (box.bin / "nvidia-container-runtime").unlink()
@@ -197,9 +221,12 @@ class TestJoin:
             assert f"  - {missing}" in result.stderr, missing
         assert not kubeadm_calls(box, "join")
 
-    def test_a_host_with_its_gpus_ready_joins(self, box):
+    @pytest.mark.parametrize("containerd_2", [False, True])
+    def test_a_host_with_its_gpus_ready_joins(self, box, containerd_2):
         box.write_state("gpus", "2")
         box.write_state("containerd-default-runtime", "nvidia")
+        if containerd_2:  # prints default_runtime_name = 'nvidia'
+            box.write_state("containerd-2", "")
         result = join(box, worker(box), gpus=REAL_GPUS)
         assert result.returncode == 0, result.output
         assert "nvidia-smi -L" in box.argv_log()
@@ -223,11 +250,13 @@ class TestLeave:
         result = leave(box, worker(box))
         assert result.returncode == 0, result.output
         verbs = [line.split()[4] for line in box.kubectl_log()]
-        assert verbs == ["get", "drain", "delete"]
+        assert verbs == ["get", "get", "drain", "delete"]  # the node, its Ready condition
+        assert "--skip-wait-for-delete-timeout=30" in box.kubectl_log()[2]
         assert all("--request-timeout=30s" in line for line in box.kubectl_log())
         assert "node gpu-host-1 removed from tenant team-a" in result.stdout
         assert kubeadm_calls(box, "reset") == ["kubeadm reset -f"] and not is_joined(box)
         assert not (box.host / "cni-net.d" / "10-kindnet.conflist").exists()
+        assert not (box.host / "kubernetes" / "kamaji-hami-platform-tenant").exists()
         path, mode, _ = (box.kubectl_state / "kubeconfig-seen").read_text().split()
         assert mode == "600" and not Path(path).exists()
 
@@ -235,7 +264,18 @@ class TestLeave:
         box.joined()
         result = leave(box, worker(box), **{host_join.SKIP_DRAIN_ENV: "1"})
         assert result.returncode == 0, result.output
-        assert [line.split()[4] for line in box.kubectl_log()] == ["get", "delete"]
+        assert [line.split()[4] for line in box.kubectl_log()] == ["get", "get", "delete"]
+        assert not is_joined(box)
+
+    def test_a_node_that_is_not_ready_is_deleted_without_a_drain(self, box):
+        """A dead host's kubelet never confirms an eviction: a drain would wait out its timeout and
+        fail the destroy (kubectl pkg/drain waitForDelete), so the node goes undrained."""
+        box.joined()
+        (box.kubectl_state / "ready").write_text("Unknown\n")
+        result = leave(box, worker(box))
+        assert result.returncode == 0, result.output
+        assert "the node is not Ready (Ready=Unknown): not drained, its pods go with it" in result.stderr
+        assert [line.split()[4] for line in box.kubectl_log()] == ["get", "get", "delete"]
         assert not is_joined(box)
 
     def test_a_failed_drain_uncordons_and_keeps_node_and_host(self, box):
@@ -245,7 +285,7 @@ class TestLeave:
         assert result.returncode == 1
         assert "the drain failed, so the node stays and the host is not reset" in result.stderr
         assert "disruption budget" in result.stderr and f"{host_join.SKIP_DRAIN_ENV}=1" in result.stderr
-        assert [line.split()[4] for line in box.kubectl_log()] == ["get", "drain", "uncordon"]
+        assert [line.split()[4] for line in box.kubectl_log()] == ["get", "get", "drain", "uncordon"]
         assert is_joined(box) and not kubeadm_calls(box, "reset")
 
     def test_a_node_already_gone_still_resets_the_host(self, box):
@@ -272,8 +312,9 @@ class TestLeave:
         assert result.returncode == 0, result.output
         assert f"could not reach root@127.0.0.1:{closed} over SSH" in result.stderr
         assert "Connection refused" in result.stderr
-        assert (f"Run by hand: ssh -p {closed} root@127.0.0.1 'kubeadm reset -f && rm -f "
-                "/etc/cni/net.d/10-kindnet.conflist'") in result.stderr
+        manual = (f"Run by hand: ssh -p {closed} root@127.0.0.1 'kubeadm reset -f && rm -f "
+                  "/etc/cni/net.d/10-kindnet.conflist /etc/kubernetes/kamaji-hami-platform-tenant'")
+        assert manual in result.stderr
         assert is_joined(box)
 
     def test_a_host_that_does_not_answer_at_all_gives_up_within_the_connect_timeout(self, box, monkeypatch):
