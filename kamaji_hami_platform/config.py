@@ -430,9 +430,14 @@ ADDON = Section("addon", "A management-cluster add-on: installed by the platform
 ))
 IPV4_ADDRESS = Check(_QUAD, "{value!r} must be an IPv4 address")
 HOST_NAME = Check("[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?", "{value!r} must be a host name or IPv4 address")
-# What `ssh-keyscan` prints after the host name, and what pulumi-command's `hostKey` takes.
-SSH_HOST_KEY = Check("(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/]+={0,3}",
-                     "{value!r} must be a public host key like 'ssh-ed25519 AAAA...' (ssh-keyscan prints it)")
+# What `ssh-keyscan` prints after the host name, and what pulumi-command's `hostKey` takes. Not
+# ssh-rsa: pulumi-command then offers only the key's type as host key algorithm, SHA-1 `ssh-rsa`
+# (v1.2.1 provider/pkg/provider/remote/connection.go SSHConfig: `hostKeyAlgorithms =
+# []string{publicKey.Type()}`), which OpenSSH 8.8 and later refuse: use the ed25519 or ECDSA key.
+SSH_HOST_KEY = Check("(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+={0,3}",
+                     "{value!r} must be an ed25519 or ECDSA public host key like 'ssh-ed25519 AAAA...' "
+                     "(ssh-keyscan -t ed25519 <host> prints it; pulumi-command cannot use an ssh-rsa "
+                     "host key with OpenSSH 8.8+)")
 KEY_NAME = Check("[A-Za-z0-9][A-Za-z0-9_.-]*", "{value!r} must name an entry of sshPrivateKeys")
 
 

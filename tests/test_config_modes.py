@@ -171,10 +171,17 @@ class TestHosts:
             "tenants[0].hosts[0].address: 'gpu-1.example.com' must be an IPv4 address",
             "tenants[0].hosts[0].user: 'Root!' is not a user name",
             "tenants[0].hosts[0].port: must be positive, between 1 and 65535, got 0",
-            "tenants[0].hosts[0].hostKey: 'AAAA' must be a public host key like 'ssh-ed25519 AAAA...' "
-            "(ssh-keyscan prints it)",
+            "tenants[0].hosts[0].hostKey: 'AAAA' must be an ed25519 or ECDSA public host key like "
+            "'ssh-ed25519 AAAA...' (ssh-keyscan -t ed25519 <host> prints it; pulumi-command cannot use an "
+            "ssh-rsa host key with OpenSSH 8.8+)",
             "tenants[0].hosts[1].bastion.privateKey: must be a non-empty string, got ''",
         ]
+
+    def test_an_rsa_host_key_is_refused(self, prod):
+        prod["tenants"][0]["hosts"][0]["hostKey"] = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7"
+        (problem,) = problems(prod)
+        assert problem.startswith("tenants[0].hosts[0].hostKey: 'ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7' "
+                                  "must be an ed25519 or ECDSA public host key")
 
     def test_keys_named_by_hosts_and_bastions_must_be_given(self, prod):
         del prod["sshPrivateKeys"]["bastion"]

@@ -81,6 +81,12 @@ class TestNoKindOnAnExistingCluster:
         assert provider.inputs["clusterIdentifier"] == "existing/prod"
         assert MGMT_KUBECONFIG_SENTINEL in provider.inputs["kubeconfig"]
 
+    def test_what_a_running_platform_cannot_change_is_guarded(self, prod_program):
+        guards = {r.name.removeprefix("management-create-only-") for r in prod_program.of_type(COMMAND)
+                  if r.name.startswith("management-create-only-")}
+        assert guards == {"mode", "name", "kamajiEtcdReplicas", "metallbAddressRange", "apiExposure"}
+        assert all(prod_program.named(f"management-create-only-{g}").options["protect"] for g in guards)
+
     def test_only_the_releases_the_config_installs(self, prod_program):
         releases = {r.name for r in prod_program.of_type(HELM)}
         assert "management-cert-manager" not in releases  # certManager.install: false
@@ -100,6 +106,16 @@ class TestNoKindOnAnExistingCluster:
         assert is_secret(webhook.wire["environment"]["MANAGEMENT_KUBECONFIG"])
         access = prod_program.named("ml-prod-admin-access")
         assert 'kubectl --kubeconfig "$tenant_kc"' in access.inputs["create"]
+
+    def test_hosts_keep_the_kubelets_own_disk_thresholds(self, prod_program, dev_program):
+        """The laptop's 0% eviction thresholds and image GC at 100% are kind's alone."""
+        def patched(program: Program, tenant: str) -> list[str]:
+            spec = program.named(f"{tenant}-control-plane").inputs["spec"]
+            return [p["path"] for p in spec["kubernetes"]["kubelet"]["configurationJSONPatches"]]
+
+        assert patched(prod_program, "ml-prod") == ["/cgroupDriver", "/failSwapOn"]
+        assert patched(dev_program, "tenant-a") == ["/cgroupDriver", "/failSwapOn",
+                                                    "/imageGCHighThresholdPercent", "/evictionHard"]
 
     def test_control_planes_are_exposed_as_the_config_says(self, prod_program, prod_config):
         spec = prod_program.named("ml-prod-control-plane").inputs["spec"]
@@ -148,6 +164,7 @@ class TestWorkerHosts:
         assert join.inputs["create"] == host_join.join_command(
             prod_program_tenant("ml-prod"), prod_program_tenant("ml-prod").hosts[0])
         assert "delete" not in join.inputs  # a failed SSH dial must never block destroy
+        assert join.inputs["addPreviousOutputInEnv"] is False  # SSH Setenv, refused by a default sshd
         assert is_secret(join.wire["stdin"]) and TENANT_KUBECONFIG_SENTINEL in join.inputs["stdin"]
         connection = join.inputs["connection"]
         assert is_secret(join.wire["connection"])  # the private keys in it
@@ -170,9 +187,12 @@ class TestWorkerHosts:
         """The control plane's UID is a trigger of all three: a replaced control plane resets the
         host (leave's delete) before it joins again."""
         uid = "uid-ml-prod-control-plane"
+        endpoint = prod_program.exports["tenants"]["ml-prod"]["endpoint"]
         for host in HOSTS:
             for suffix in ("-leave", "-join", ""):
-                assert uid in prod_program.named(f"ml-prod-{host}{suffix}").inputs["triggers"]
+                triggers = prod_program.named(f"ml-prod-{host}{suffix}").inputs["triggers"]
+                # ... and so does another API address (a node port, a load balancer address).
+                assert uid in triggers and endpoint in triggers
 
     def test_gpu_registration_waits_for_the_node_to_be_ready(self, prod_program):
         patch = prod_program.named("ml-prod-gpus-gpu-node-2")

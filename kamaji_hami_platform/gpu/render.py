@@ -72,6 +72,11 @@ def hami_values(tenant: TenantConfig) -> dict[str, Any]:
             "leaderElect": True,
             "replicas": tenant.hami.scheduler_replicas,
             **({"extender": extender} if extender else {}),
+            # Real cards with NVIDIA as the runtime's default: a container that asks for no GPU
+            # would see every card (a CUDA image sets NVIDIA_VISIBLE_DEVICES=all) unless HAMi's
+            # webhook sets it to none (HAMi v2.10.0 pkg/device/nvidia/device.go MutateAdmission,
+            # OverwriteEnv; the chart templates the value as a string, device-configmap.yaml).
+            **({} if mock else {"overwriteEnv": "true"}),
         },
         # The real device plugin needs NVML; mock cards are registered by the platform.
         "devicePlugin": {"enabled": not mock},

@@ -199,6 +199,11 @@ EXISTING_CREATE_ONLY = (
     CreateOnlySetting("mode", "management.mode",
                       "every tenant control plane and its data live in the management cluster; "
                       "another cluster starts without them"),
+    # The provider's cluster identity is `existing/<name>`: another name replaces the provider and
+    # with it everything the platform created on the cluster.
+    CreateOnlySetting("name", "management.name",
+                      "it is the management provider's cluster identity: another one replaces every "
+                      "release and tenant on the cluster"),
     *(setting for setting in MANAGEMENT_CREATE_ONLY if setting.key in ("kamajiEtcdReplicas",
                                                                        "metallbAddressRange")),
     # The TCP's Service type and address are what every joined worker's kubelet reaches.
@@ -216,7 +221,8 @@ def management_create_only(management: ManagementConfig) -> tuple[CreateOnlySett
 def management_create_only_values(management: ManagementConfig) -> dict[str, str]:
     """Each create-only setting's value, as its guard's trigger."""
     if not management.is_kind:
-        return {"mode": management.mode, "kamajiEtcdReplicas": str(management.kamaji_etcd_replicas),
+        return {"mode": management.mode, "name": management.name,
+                "kamajiEtcdReplicas": str(management.kamaji_etcd_replicas),
                 "metallbAddressRange": management.pool_range or "", "apiExposure": management.api_exposure}
     return {"name": management.name, "nodeImage": management.node_image,
             "dockerNetwork": management.docker_network, "dockerSubnet": management.docker_subnet,

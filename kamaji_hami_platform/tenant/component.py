@@ -311,7 +311,9 @@ class KamajiTenant(pulumi.ComponentResource):
         or another address replaces all three in that order: the host is reset, then joins again.
         The delete lives in a local command because pulumi-command fails a delete whose SSH dial
         fails (v1.2.1 provider/pkg/provider/remote/commandOutputs.go), which would block destroy."""
-        triggers = [host.name, host.address, self.control_plane_uid]
+        # The API endpoint too: a new LoadBalancer address, node port or nodePortAddress leaves a
+        # joined kubelet talking to the old one (its kubelet.conf), so the host joins again.
+        triggers = [host.name, host.address, self.control_plane_uid, self.endpoint]
         environment = {node_join.KUBECONFIG_ENV: self.kubeconfig,
                        host_join.HOST_SSH_KEY_ENV: pulumi.Output.secret(keys[host.ssh.private_key])}
         if host.bastion is not None:
@@ -334,6 +336,9 @@ class KamajiTenant(pulumi.ComponentResource):
             # The admin kubeconfig reaches the host on stdin only (secret in state, never an argument).
             stdin=self.kubeconfig,
             logging=remote.Logging.STDOUT_AND_STDERR,  # progress and prerequisites, redacted
+            # The previous output in the environment is set over SSH Setenv, which a default sshd
+            # refuses with a warning on every re-run (v1.2.1 remote/commandOutputs.go).
+            add_previous_output_in_env=False,
             triggers=triggers,
             opts=pulumi.ResourceOptions(
                 parent=self, delete_before_replace=True, depends_on=[leave],

@@ -53,6 +53,9 @@ ADMISSION_CONTROLLERS = (*KAMAJI_DEFAULT_ADMISSION_CONTROLLERS, "NodeRestriction
 # the kubelet-config ConfigMap and `kubeadm join` fails; `add` sets a member
 # whether or not it exists (upstream fixed its own sample so: clastix/kamaji#1310).
 KUBELET_CGROUP_DRIVER = "systemd"
+# What every kubelet of a tenant gets; the laptop's disk settings (0% eviction thresholds, image GC
+# only when full) only on kind, never on the hosts of an existing cluster.
+HOST_KUBELET_PATCH_PATHS = ("/cgroupDriver", "/failSwapOn")
 KUBELET_CONFIGURATION_PATCHES = (
     {"op": "add", "path": "/cgroupDriver", "value": KUBELET_CGROUP_DRIVER},
     {"op": "add", "path": "/failSwapOn", "value": False},
@@ -60,6 +63,13 @@ KUBELET_CONFIGURATION_PATCHES = (
     {"op": "add", "path": "/evictionHard",
      "value": {"imagefs.available": "0%", "nodefs.available": "0%", "nodefs.inodesFree": "0%"}},
 )
+
+
+def kubelet_patches(management: ManagementConfig | None) -> list[dict[str, Any]]:
+    """The kubelet configuration patches of a tenant's nodes (kind: all; hosts: the cgroup driver
+    and swap only, the kubelet's own eviction and image GC defaults kept)."""
+    laptop = management is None or management.is_kind
+    return [dict(p) for p in KUBELET_CONFIGURATION_PATCHES if laptop or p["path"] in HOST_KUBELET_PATCH_PATHS]
 
 
 def datastore_schema(tenant: TenantConfig) -> str:
@@ -130,7 +140,7 @@ def tenant_control_plane(tenant: TenantConfig, management: ManagementConfig | No
                 "version": tenant.kubernetes_version,
                 "kubelet": {
                     "preferredAddressTypes": ["InternalIP", "ExternalIP", "Hostname"],
-                    "configurationJSONPatches": [dict(p) for p in KUBELET_CONFIGURATION_PATCHES],
+                    "configurationJSONPatches": kubelet_patches(management),
                 },
                 "admissionControllers": list(ADMISSION_CONTROLLERS),
             },

@@ -74,6 +74,7 @@ KERNEL_MODULES = ("overlay", "br_netfilter")
 IP_FORWARD = "/proc/sys/net/ipv4/ip_forward"
 PROC_SWAPS = "/proc/swaps"
 CONTAINER_RUNTIMES = ("containerd", "crio")
+SYSTEMD_CGROUP = "^[[:space:]]*SystemdCgroup[[:space:]]*=[[:space:]]*true"
 # A non-login SSH session (and sudo's secure_path on some distributions) may lack the sbin and
 # /usr/local directories kubeadm, kubelet and systemctl live in; appended, so an earlier entry wins.
 HOST_PATH_EXTRA = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -180,6 +181,18 @@ for unit in {" ".join(CONTAINER_RUNTIMES)}; do
 done
 [ -n "$runtime" ] || {_miss("no container runtime is active: install and start containerd "
                             "(systemctl enable --now containerd) or CRI-O")}
+if [ "$runtime" = containerd ]; then
+  # containerd 1.x cannot tell the kubelet its cgroup driver (KubeletCgroupDriverFromCRI needs
+  # containerd 2.0): runc must use systemd cgroups as the tenant's kubelets do (cgroupDriver
+  # systemd, tenant/control_plane.py), or pods fail to start.
+  containerd_major=$(containerd --version 2>/dev/null | awk '{{print $3}}' | sed 's/^v//' | cut -d . -f 1)
+  if [ "$containerd_major" = 1 ] && ! containerd config dump 2>/dev/null \\
+      | grep -Eq {_q(SYSTEMD_CGROUP)}; then
+    {_miss("containerd 1.x runs runc with cgroupfs, the tenant's kubelets use systemd: set "
+           "SystemdCgroup = true under the runc options in /etc/containerd/config.toml, then "
+           "systemctl restart containerd")}
+  fi
+fi
 systemctl cat kubelet >/dev/null 2>&1 \\
   || {_miss("the kubelet service is not installed: install the kubelet package (kubelet.service)")}
 for module in {modules}; do

@@ -94,7 +94,14 @@ esac
 """,
     "containerd": """#!/bin/sh
 printf 'containerd %s\\n' "$*" >> @STATE@/argv.log
+if [ "$*" = --version ] && [ -f @STATE@/containerd-version ]; then
+  echo "containerd containerd.io $(cat @STATE@/containerd-version) bcc810d6b9066471b0b6fa75f557a15a1cbf31bb"
+  exit 0
+fi
 [ "$*" = "config dump" ] || exit 1
+runc='[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]'
+[ -f @STATE@/systemd-cgroup ] && printf '%s\\n  SystemdCgroup = true\\n' "$runc"
+
 # containerd 2.x prints literal strings ('nvidia'), 1.x basic ones ("nvidia"): the state says which.
 quote='"'
 [ -f @STATE@/containerd-2 ] && quote="'"

@@ -201,6 +201,15 @@ class TestJoin:
             assert not kubeadm_calls(box, "reset") and not kubeadm_calls(box, "join")
             assert (box.host / "kubernetes" / "pki" / "ca.crt").read_text() == other
 
+    def test_containerd_1_needs_systemd_cgroups(self, box):
+        box.write_state("containerd-version", "1.7.25")
+        result = join(box, worker(box))
+        assert result.returncode == 1
+        missing = "  - containerd 1.x runs runc with cgroupfs, the tenant's kubelets use systemd"
+        assert missing in result.stderr
+        box.write_state("systemd-cgroup", "")
+        assert join(box, worker(box)).returncode == 0
+
     def test_an_already_joined_node_is_not_checked_again(self, box):
         """A re-run (an input of the join changed) on a working node whose tools changed since."""
         box.joined()
