@@ -90,6 +90,7 @@ class TestValues:
         real = next(t for t in load_stack_file(PRODUCTION_STACK).tenants if t.gpus and not t.gpus.mock)
         values = render.hami_values(real)
         assert value_at(values, "scheduler.overwriteEnv") == "true"  # no card for a pod asking none
+        assert value_at(values, "devicePlugin.deviceSplitCount") == real.gpus.model.split_count
         assert values["devicePlugin"]["enabled"] is True
         assert "extender" not in values["scheduler"]
         assert value_at(values, "scheduler.admissionWebhook.failurePolicy") == "Fail"

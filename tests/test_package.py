@@ -18,7 +18,7 @@ import pulumi
 import pytest
 
 from kamaji_hami_platform.config import ConfigError
-from tests.harness import ROOT, Program, Registration, dev_stack_config, run_program
+from tests.harness import ROOT, Program, Registration, dev_stack_config, is_secret, run_program
 
 pytestmark = pytest.mark.unit
 
@@ -476,3 +476,17 @@ def test_host_tenants_as_components_are_checked_before_anything_exists(tmp_path,
     with pytest.raises(Exception) as caught:
         run_program({}, main=main, project="p", stack="s")
     assert message in str(caught.value)
+
+
+def test_ssh_keys_as_one_secret_output_as_another_language_passes_them(tmp_path):
+    main = tmp_path / "__main__.py"
+    main.write_text(EXISTING + """
+KamajiTenant("a", KamajiTenantArgs(tenant=tenant("a", "10.40.0.0/16", ["h1"]),
+    management=management, management_provider=provider,
+    ssh_private_keys=pulumi.Output.secret({"k": "sentinel-output-key"})))
+""")
+    program = run_program({}, main=main, project="p", stack="s")
+    join = program.named("a-h1-join")
+    assert join.inputs["connection"]["privateKey"] == "sentinel-output-key"
+    assert is_secret(join.wire["connection"])
+    assert is_secret(program.named("a-h1-leave").wire["environment"]["KHP_SSH_KEY"])

@@ -78,8 +78,12 @@ def hami_values(tenant: TenantConfig) -> dict[str, Any]:
             # OverwriteEnv; the chart templates the value as a string, device-configmap.yaml).
             **({} if mock else {"overwriteEnv": "true"}),
         },
-        # The real device plugin needs NVML; mock cards are registered by the platform.
-        "devicePlugin": {"enabled": not mock},
+        # The real device plugin needs NVML; mock cards are registered by the platform. Real cards
+        # register with the model's split count (the chart's devicePlugin.deviceSplitCount, 10 by
+        # default), so what the device plugin reports is what the planner counted.
+        "devicePlugin": {"enabled": not mock,
+                         **({} if mock or tenant.gpus is None
+                            else {"deviceSplitCount": tenant.gpus.model.split_count})},
     }
 
 

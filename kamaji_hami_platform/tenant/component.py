@@ -79,6 +79,16 @@ def _ssh_keys_for(tenant: TenantConfig, keys: object, where: str) -> dict[str, p
                      for endpoint in (host.ssh, host.bastion) if endpoint is not None})
     if not wanted:
         return {}
+    if isinstance(keys, pulumi.Output):
+        # One secret Output of the whole mapping, as another language's program passes it: each
+        # key is picked when it is known (a missing one fails `up` then, naming it).
+        def pick(given: dict, name: str) -> str:
+            if name not in (given or {}):
+                raise ValueError(f"{where}: ssh_private_keys has no {name} (given: "
+                                 f"{', '.join(sorted(given or {})) or 'none'})")
+            return given[name]
+
+        return {name: keys.apply(lambda given, n=name: pick(given, n)) for name in wanted}
     if not isinstance(keys, dict):
         raise ValueError(f"{where}: ssh_private_keys must be a mapping of key names to private keys "
                          f"(the hosts name {', '.join(wanted)})")
