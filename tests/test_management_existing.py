@@ -71,6 +71,16 @@ class TestKubeconfigOfAContext:
         assert [u["name"] for u in result["users"]] == ["u"]
         assert "sentinel-other" not in text
 
+    def test_relative_file_paths_are_made_absolute_as_kubectl_reads_them(self):
+        document = self.document()
+        document["clusters"][0]["cluster"]["certificate-authority"] = "pki/ca.crt"
+        document["users"][0]["user"] = {"client-certificate": "/abs/client.crt", "client-key": "client.key"}
+        result = yaml.safe_load(existing.kubeconfig_for_context(yaml.safe_dump(document), "ctx", "f",
+                                                                Path("/home/ops/.kube")))
+        assert result["clusters"][0]["cluster"]["certificate-authority"] == "/home/ops/.kube/pki/ca.crt"
+        assert result["users"][0]["user"] == {"client-certificate": "/abs/client.crt",
+                                              "client-key": "/home/ops/.kube/client.key"}
+
     def test_problems_name_the_file_and_context_never_the_content(self):
         with pytest.raises(ValueError, match=r"^f has no context 'x' \(it has: ctx, other\)$"):
             existing.kubeconfig_for_context(yaml.safe_dump(self.document()), "x", "f")

@@ -36,9 +36,27 @@ def _named(items: object, name: str) -> dict | None:
     return next((item for item in items if isinstance(item, dict) and item.get("name") == name), None)
 
 
-def kubeconfig_for_context(text: str, context: str, source: str) -> str:
+# Kubeconfig fields that name files, which kubectl reads relative to the kubeconfig's folder
+# (client-go v0.35.4 tools/clientcmd/loader.go ResolveLocalPaths): made absolute, since the copy
+# lives elsewhere.
+FILE_FIELDS = {"cluster": ("certificate-authority",),
+               "user": ("client-certificate", "client-key", "tokenFile")}
+
+
+def _absolute_paths(entry: dict, kind: str, base: Path | None) -> dict:
+    if base is None:
+        return entry
+    body = dict(entry.get(kind) or {})
+    for field in FILE_FIELDS[kind]:
+        if isinstance(body.get(field), str) and body[field] and not Path(body[field]).is_absolute():
+            body[field] = str(base / body[field])
+    return {**entry, kind: body}
+
+
+def kubeconfig_for_context(text: str, context: str, source: str, base: Path | None = None) -> str:
     """A kubeconfig holding only `context` (as current) with its cluster and user: what the
-    providers and scripts get, so other contexts of the file never reach the stack's state.
+    providers and scripts get, so other contexts of the file never reach the stack's state; file
+    paths relative to `base` (the file's folder) made absolute.
     Raises ValueError naming `source` and the context (never the file's content)."""
     try:
         document = yaml.safe_load(text)
@@ -57,7 +75,8 @@ def kubeconfig_for_context(text: str, context: str, source: str) -> str:
         raise ValueError(f"{source}: context {context!r} names a cluster or user the file does not hold")
     return yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": context,
-        "contexts": [entry], "clusters": [cluster], "users": [user],
+        "contexts": [entry], "clusters": [_absolute_paths(cluster, "cluster", base)],
+        "users": [_absolute_paths(user, "user", base)],
     }, sort_keys=True)
 
 
@@ -68,7 +87,7 @@ def read_context_kubeconfig(management: ManagementConfig, environ: Mapping[str, 
         text = path.read_text()
     except OSError as error:
         raise ValueError(f"management.kubeconfigContext: cannot read {path} ({error.strerror})") from None
-    return kubeconfig_for_context(text, management.kubeconfig_context or "", str(path))
+    return kubeconfig_for_context(text, management.kubeconfig_context or "", str(path), path.parent)
 
 
 def cluster_check_script(management: ManagementConfig, kubeconfig_env: str) -> str:

@@ -362,8 +362,8 @@ class KamajiTenant(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True, depends_on=[join]))
 
 
-# pulumi-command's defaults are 10 dial errors of 15 s each (v1.2.1 remote/connection.go): a host
-# that does not answer fails the join within about a minute instead of several.
+# pulumi-command's default is 10 dial errors of 15 s each (v1.2.1 remote/connection.go; it gives
+# up after limit + 1 dials, per phase through a bastion): 4 fails a dead host's join sooner.
 DIAL_ERROR_LIMIT = 4
 PER_DIAL_TIMEOUT_SECONDS = 15
 
