@@ -318,3 +318,17 @@ def run_program(config: dict[str, Any], preview: bool = False,
     pulumi_settings.SETTINGS.outputs.clear()
     _sync_await(run_pulumi_func(lambda: runpy.run_path(str(main), run_name="__main__")))
     return Program(monitor)
+
+
+def spy_registrations(monkeypatch: Any) -> list[str]:
+    """The names of the resources a run registers from now on (monkeypatched for one test)."""
+    registered: list[str] = []
+    original = RecordingMonitor.RegisterResource
+
+    def spy(self: RecordingMonitor, request: Any) -> Any:
+        if request.type != "pulumi:pulumi:Stack":
+            registered.append(request.name)
+        return original(self, request)
+
+    monkeypatch.setattr(RecordingMonitor, "RegisterResource", spy)
+    return registered

@@ -171,18 +171,10 @@ class TestBadConfig:
     def test_bad_config_stops_the_program_before_any_resource(self, dev_config, monkeypatch):
         import pulumi
 
-        from tests.harness import RecordingMonitor
+        from tests.harness import spy_registrations
 
         dev_config["tenants"][1]["podCidr"] = "10.36.0.0/16"
-        registered: list[str] = []
-        original = RecordingMonitor.RegisterResource
-
-        def spy(self, request):
-            if request.type != "pulumi:pulumi:Stack":
-                registered.append(request.name)
-            return original(self, request)
-
-        monkeypatch.setattr(RecordingMonitor, "RegisterResource", spy)
+        registered = spy_registrations(monkeypatch)
         with pytest.raises(pulumi.RunError) as caught:
             run_program(dev_config)
         assert "tenants[1].podCidr: 10.36.0.0/16 overlaps tenants[0].podCidr" in str(caught.value)

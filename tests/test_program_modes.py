@@ -18,13 +18,13 @@ from tests.harness import (
     TENANT_KUBECONFIG_SENTINEL,
     PlatformMocks,
     Program,
-    RecordingMonitor,
     fake_kubeconfig,
     is_secret,
     key_body,
     plain_text_leaks,
     production_config,
     run_program,
+    spy_registrations,
 )
 
 pytestmark = pytest.mark.unit
@@ -334,19 +334,6 @@ class TestImpossibleMixtures:
             run_program(config, secret_keys=("sshPrivateKeys",), stack="prod")
         assert "managementKubeconfig: must be a secret" in str(caught.value)
         assert MGMT_KUBECONFIG_SENTINEL not in str(caught.value)
-
-
-def spy_registrations(monkeypatch) -> list[str]:
-    registered: list[str] = []
-    original = RecordingMonitor.RegisterResource
-
-    def spy(self, request):
-        if request.type != "pulumi:pulumi:Stack":
-            registered.append(request.name)
-        return original(self, request)
-
-    monkeypatch.setattr(RecordingMonitor, "RegisterResource", spy)
-    return registered
 
 
 def prod_program_tenant(name: str):
