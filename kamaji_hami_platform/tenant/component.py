@@ -1,8 +1,9 @@
 """KamajiTenant: one tenant cluster (design §4).
 
 Namespace and NetworkPolicies in the management cluster, the TenantControlPlane,
-its admin kubeconfig and a provider for the tenant, kubeadm-joined worker
-containers, and the tenant's CNI (kindnet) and kube-proxy.
+its admin kubeconfig and a provider for the tenant, kubeadm-joined workers (containers on
+the kind network, or hosts over SSH: host_join.py), and the tenant's CNI (kindnet) and
+kube-proxy.
 """
 
 # No `from __future__ import annotations` here: the component-provider analyzer (pulumi
@@ -127,7 +128,7 @@ class KamajiTenantArgs(TypedDict):
 
 
 class KamajiTenant(pulumi.ComponentResource):
-    """A tenant cluster: control plane in the management cluster, workers in Docker.
+    """A tenant cluster: control plane in the management cluster, workers in Docker or on hosts.
 
     Pass `opts=ResourceOptions(depends_on=[management])`: the tenant waits for the management
     cluster (Kamaji's webhooks fail closed). Do not pass `deleted_with` in `opts`: the engine gives
