@@ -23,10 +23,14 @@ if TYPE_CHECKING:  # what IDEs and type checkers read; at run time the names loa
     from kamaji_hami_platform.gpu.component import HamiNodePool, HamiNodePoolArgs
     from kamaji_hami_platform.management.component import ManagementCluster, ManagementClusterArgs
     from kamaji_hami_platform.settings import (
+        AddonSettings,
+        BastionSettings,
         ChartSource,
         GpuModelSettings,
         GpuPoolSettings,
+        GpuWorkloadSettings,
         HamiSettingsArgs,
+        HostSettings,
         ManagementSettings,
         PodShapeSettings,
         TenantSettings,
@@ -39,8 +43,10 @@ _EXPORTS = {
     "HamiNodePool": "gpu.component", "HamiNodePoolArgs": "gpu.component",
     "ManagementCluster": "management.component", "ManagementClusterArgs": "management.component",
     "KamajiTenant": "tenant.component", "KamajiTenantArgs": "tenant.component",
-    **{name: "settings" for name in ("ChartSource", "GpuModelSettings", "GpuPoolSettings", "HamiSettingsArgs",
-                                     "ManagementSettings", "PodShapeSettings", "TenantSettings")},
+    **{name: "settings" for name in ("AddonSettings", "BastionSettings", "ChartSource", "GpuModelSettings",
+                                     "GpuPoolSettings", "GpuWorkloadSettings", "HamiSettingsArgs",
+                                     "HostSettings", "ManagementSettings", "PodShapeSettings",
+                                     "TenantSettings")},
 }
 
 
@@ -53,12 +59,16 @@ def __getattr__(name: str) -> Any:
 __version__ = "0.1.0"
 
 __all__ = [
+    "AddonSettings",
+    "BastionSettings",
     "ChartSource",
     "GpuModelSettings",
     "GpuPoolSettings",
+    "GpuWorkloadSettings",
     "HamiNodePool",
     "HamiNodePoolArgs",
     "HamiSettingsArgs",
+    "HostSettings",
     "KamajiTenant",
     "KamajiTenantArgs",
     "ManagementCluster",
