@@ -1230,9 +1230,12 @@ def _check_tenant_mode(raw: Mapping[str, Any], tenant: TenantConfig, path: str,
             problems.add(f"{path}.gpus.mock", "false needs worker hosts with NVIDIA GPUs (management.mode "
                                               "existing): kind containers have none", "mode")
     else:
-        if tenant.workers and not tenant.on_hosts:
+        if tenant.workers and not tenant.on_hosts and "workers" in raw:
             problems.add(f"{path}.workers", "container workers need the kind management cluster's Docker "
                                             "network: give hosts instead (machines reached over SSH)", "mode")
+        elif tenant.workers and not tenant.on_hosts:
+            problems.add(path, "give hosts (machines reached over SSH), or workers: 0: in mode existing a "
+                               "tenant has no container workers (workers defaults to 1)", "mode")
         if "addressBlock" in raw:
             problems.add(f"{path}.addressBlock", "is for mode kind (worker addresses on the platform's "
                          "Docker network); a host's address is its own", "mode")

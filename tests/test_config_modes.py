@@ -110,6 +110,14 @@ class TestExistingMode:
         assert any(p.startswith("tenants[1].workers: container workers need the kind management cluster")
                    for p in problems(prod))
 
+    def test_a_tenant_without_hosts_is_told_about_the_workers_default(self, prod):
+        del prod["tenants"][1]["hosts"]
+        del prod["tenants"][1]["gpus"]
+        assert problems(prod) == ["tenants[1]: give hosts (machines reached over SSH), or workers: 0: in "
+                                  "mode existing a tenant has no container workers (workers defaults to 1)"]
+        prod["tenants"][1]["workers"] = 0
+        parse_config(prod)
+
     def test_node_ports_are_required_unique_and_only_with_node_port(self, prod):
         prod["tenants"][0]["apiNodePort"] = 31000
         assert problems(prod) == ["tenants[0].apiNodePort: is only for management.apiExposure NodePort"]
