@@ -79,8 +79,9 @@ def hami_values(tenant: TenantConfig) -> dict[str, Any]:
             **({} if mock else {"overwriteEnv": "true"}),
         },
         # The real device plugin needs NVML; mock cards are registered by the platform. Real cards
-        # register with the model's split count (the chart's devicePlugin.deviceSplitCount, 10 by
-        # default), so what the device plugin reports is what the planner counted.
+        # register with the model's split count (devicePlugin.deviceSplitCount, 10 by default: HAMi
+        # v2.10.0 charts/hami/values.yaml, rendered into templates/scheduler/device-configmap.yaml),
+        # so what the device plugin reports is what the planner counted.
         "devicePlugin": {"enabled": not mock,
                          **({} if mock or tenant.gpus is None
                             else {"deviceSplitCount": tenant.gpus.model.split_count})},

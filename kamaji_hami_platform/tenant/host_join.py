@@ -22,7 +22,6 @@ the environment into 0600 files. Output that could carry a token passes node_joi
 
 from __future__ import annotations
 
-import hashlib
 import shlex
 
 from kamaji_hami_platform.config import SshEndpoint, TenantConfig, WorkerHost
@@ -620,8 +619,3 @@ if [ "$ready" != True ]; then
 fi
 echo "node $node is Ready"
 """
-
-
-def script_digest(*scripts: str) -> str:
-    """A short digest of scripts, for a trigger that replaces a command when its script changes."""
-    return hashlib.sha256("\0".join(scripts).encode()).hexdigest()[:16]
