@@ -10,7 +10,7 @@ import pulumi
 import pulumi_kubernetes as kubernetes
 from pulumi_command import local
 
-from kamaji_hami_platform import references, versions
+from kamaji_hami_platform import resource_inputs, versions
 from kamaji_hami_platform.config import TenantConfig
 from kamaji_hami_platform.gpu import render
 from kamaji_hami_platform.gpu.capacity import reference_request, tenant_capacity_summary
@@ -81,7 +81,7 @@ class HamiNodePool(pulumi.ComponentResource):
         tenant = tenant_config(args["tenant"], where, gpu_models(args.get("gpu_models"), where))
         reference_pod = reference_request(pod_shape(args.get("reference_pod"), where))
         cluster_name = args["cluster_name"]
-        workers = references.by_name(tenant.worker_names(), args["workers"], where)
+        workers = resource_inputs.by_name(tenant.worker_names(), args["workers"], where)
         check_provider_args(args, "tenant", where)
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.tenant: TenantConfig = tenant
@@ -146,6 +146,6 @@ class HamiNodePool(pulumi.ComponentResource):
             f"{name}-{node}",
             metadata=render.gpu_node_metadata(node, devices, mock),
             opts=pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(
-                depends_on=[worker], replace_with=references.replaceable(worker),
+                depends_on=[worker], replace_with=resource_inputs.replaceable(worker),
                 aliases=[pulumi.Alias(name=f"{node}-gpus")])),
         )

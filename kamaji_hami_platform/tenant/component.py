@@ -20,7 +20,7 @@ import pulumi_kubernetes as kubernetes
 import yaml
 from pulumi_command import local, remote
 
-from kamaji_hami_platform import docker_host, readiness, references
+from kamaji_hami_platform import docker_host, readiness, resource_inputs
 from kamaji_hami_platform.config import ManagementConfig, SshEndpoint, TenantConfig, WorkerHost
 from kamaji_hami_platform.create_only import create_only_guards
 from kamaji_hami_platform.kubernetes_objects import create_objects, create_objects_with
@@ -171,7 +171,7 @@ class KamajiTenant(pulumi.ComponentResource):
         # deletes instead of failing on an API that is gone (pulumi deleted_with).
         on_management = pulumi.ResourceOptions(
             parent=self, provider=management_provider,
-            deleted_with=references.resource_or_none(args.get("management_cluster")))
+            deleted_with=resource_inputs.resource_or_none(args.get("management_cluster")))
         network = args.get("management_network")
         host_flags = args.get("host_flags", "")
 
@@ -310,7 +310,7 @@ class KamajiTenant(pulumi.ComponentResource):
                             *([network] if isinstance(network, pulumi.Output) else [])],
                 # Attached to the network: a new network (same name) needs it gone first (given
                 # as an Output, from another language, the network only orders the worker).
-                replace_with=references.replaceable(network)),
+                replace_with=resource_inputs.replaceable(network)),
         )
 
     def _host_worker(self, name: str, host: WorkerHost, keys: dict[str, pulumi.Input[str]],
