@@ -11,13 +11,13 @@ from kamaji_hami_platform import (
     ManagementClusterArgs,
 )
 from kamaji_hami_platform.config import ConfigError, SecretText, TenantConfig, load_config
-from kamaji_hami_platform.gpu.workloads import plan_declared_workloads
-from kamaji_hami_platform.settings import (
+from kamaji_hami_platform.config.settings import (
     gpu_model_settings,
     management_settings,
     pod_shape_settings,
     tenant_settings,
 )
+from kamaji_hami_platform.gpu.workloads import plan_declared_workloads
 
 try:
     platform = load_config()

@@ -20,21 +20,21 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what IDEs and type checkers read; at run time the names load on first use
-    from kamaji_hami_platform.gpu.component import HamiNodePool, HamiNodePoolArgs
-    from kamaji_hami_platform.management.component import ManagementCluster, ManagementClusterArgs
-    from kamaji_hami_platform.settings import (
+    from kamaji_hami_platform.config.settings import (
         AddonSettings,
         BastionSettings,
         ChartSource,
         GpuModelSettings,
         GpuPoolSettings,
         GpuWorkloadSettings,
-        HamiSettingsArgs,
+        HamiSettings,
         HostSettings,
         ManagementSettings,
         PodShapeSettings,
         TenantSettings,
     )
+    from kamaji_hami_platform.gpu.component import HamiNodePool, HamiNodePoolArgs
+    from kamaji_hami_platform.management.component import ManagementCluster, ManagementClusterArgs
     from kamaji_hami_platform.tenant.component import KamajiTenant, KamajiTenantArgs
 
 # Loaded on first use (PEP 562), so the pure modules (versions, config, the planner) import
@@ -43,10 +43,10 @@ _EXPORTS = {
     "HamiNodePool": "gpu.component", "HamiNodePoolArgs": "gpu.component",
     "ManagementCluster": "management.component", "ManagementClusterArgs": "management.component",
     "KamajiTenant": "tenant.component", "KamajiTenantArgs": "tenant.component",
-    **{name: "settings" for name in ("AddonSettings", "BastionSettings", "ChartSource", "GpuModelSettings",
-                                     "GpuPoolSettings", "GpuWorkloadSettings", "HamiSettingsArgs",
-                                     "HostSettings", "ManagementSettings", "PodShapeSettings",
-                                     "TenantSettings")},
+    **{name: "config.settings" for name in (
+        "AddonSettings", "BastionSettings", "ChartSource", "GpuModelSettings", "GpuPoolSettings",
+        "GpuWorkloadSettings", "HamiSettings", "HamiSettingsArgs", "HostSettings", "ManagementSettings",
+        "PodShapeSettings", "TenantSettings")},
 }
 
 
@@ -67,7 +67,7 @@ __all__ = [
     "GpuWorkloadSettings",
     "HamiNodePool",
     "HamiNodePoolArgs",
-    "HamiSettingsArgs",
+    "HamiSettings",
     "HostSettings",
     "KamajiTenant",
     "KamajiTenantArgs",

@@ -9,7 +9,7 @@ from typing import Any
 
 import pulumi_kubernetes as kubernetes
 
-from kamaji_hami_platform.settings import ChartSource
+from kamaji_hami_platform.config.settings import ChartSource
 from kamaji_hami_platform.versions import HelmChart
 
 

@@ -26,9 +26,9 @@ from pulumi.runtime.proto import engine_pb2_grpc, provider_pb2, provider_pb2_grp
 
 import kamaji_hami_platform
 from kamaji_hami_platform import config
+from kamaji_hami_platform.config.settings import gpu_model_settings, gpu_models
 from kamaji_hami_platform.gpu import component as gpu_component
 from kamaji_hami_platform.management import component as management_component
-from kamaji_hami_platform.settings import gpu_model_settings, gpu_models
 from kamaji_hami_platform.tenant import component as tenant_component
 from tests.harness import ROOT, run_program
 
@@ -191,7 +191,7 @@ class TestSchemaOverGrpc:
 
     def test_settings_are_types_spelled_as_in_a_stack_file(self, schema):
         types = {token.split(":")[-1]: spec for token, spec in schema["types"].items()}
-        assert set(types) == {"ManagementSettings", "TenantSettings", "GpuPoolSettings", "HamiSettingsArgs",
+        assert set(types) == {"ManagementSettings", "TenantSettings", "GpuPoolSettings", "HamiSettings",
                               "GpuModelSettings", "PodShapeSettings", "ChartSource", "GpuWorkloadSettings",
                               "AddonSettings", "HostSettings", "BastionSettings"}
         tenant = types["TenantSettings"]["properties"]

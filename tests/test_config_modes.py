@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from kamaji_hami_platform import secrets_check
 from kamaji_hami_platform.config import (
     ConfigError,
     SecretText,
@@ -18,6 +17,7 @@ from kamaji_hami_platform.config import (
     parse_config,
     secret_values,
 )
+from kamaji_hami_platform.config import secrets as secrets_check
 from tests.harness import PRODUCTION_STACK, fake_kubeconfig, fake_private_key, stack_config
 
 pytestmark = pytest.mark.unit

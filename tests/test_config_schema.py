@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, ValidationError, validators
 
-from kamaji_hami_platform import config, config_schema
+from kamaji_hami_platform import config
 from kamaji_hami_platform.config import ConfigError, parse_config
+from kamaji_hami_platform.config import json_schema as config_schema
 from tests.harness import ROOT, dev_stack_config
 
 pytestmark = pytest.mark.unit

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kamaji_hami_platform.create_only import GUARD_VALUE_ENV, CreateOnlySetting, guard_script
+from kamaji_hami_platform.create_only_guards import GUARD_VALUE_ENV, CreateOnlySetting, guard_script
 from kamaji_hami_platform.management import render as management_render
 from kamaji_hami_platform.tenant import node_join
 from tests import harness

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kamaji_hami_platform import docker_host
+from kamaji_hami_platform.management import docker_host
 
 pytestmark = pytest.mark.unit
 

@@ -3,12 +3,14 @@ scripts run against a stand-in docker (tests/fakes/docker)."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from kamaji_hami_platform import network
 from kamaji_hami_platform.config import ConfigError, parse_config
 from kamaji_hami_platform.management import docker_network
 
@@ -18,7 +20,7 @@ FAKES = Path(__file__).parent / "fakes"
 
 class TestLayout:
     def test_a_slash_16_in_quarters(self):
-        net = docker_network.layout("172.30.0.0/16")
+        net = network.layout("172.30.0.0/16")
         assert str(net.gateway) == "172.30.0.1"
         assert str(net.dynamic_range) == "172.30.0.0/18"
         assert [str(a) for a in net.worker_region] == ["172.30.64.0", "172.30.191.255"]
@@ -28,28 +30,28 @@ class TestLayout:
         assert net.default_pool_range() == "172.30.255.200-172.30.255.250"
 
     def test_a_slash_24_holds_one_tenant_and_still_every_worker(self):
-        net = docker_network.layout("192.168.49.0/24")
+        net = network.layout("192.168.49.0/24")
         assert net.blocks == 1
         assert net.block_cidrs(0) == ["192.168.49.64/26", "192.168.49.128/26"]
         assert net.worker_address(0, 98) == "192.168.49.163"
         assert net.default_pool_range() == "192.168.49.200-192.168.49.250"
 
     def test_no_two_workers_of_any_tenants_share_an_address_and_none_leaves_its_block(self):
-        net = docker_network.layout("172.30.0.0/20")
+        net = network.layout("172.30.0.0/20")
         seen = set()
         for block in range(net.blocks):
             first, last = net.block(block)
             for index in range(99):
                 address = net.worker_address(block, index)
-                assert first <= docker_network.ipaddress.IPv4Address(address) <= last
+                assert first <= ipaddress.IPv4Address(address) <= last
                 assert address not in seen
                 seen.add(address)
         dynamic, pool = net.dynamic_range, net.pool_quarter
-        assert not any(docker_network.ipaddress.IPv4Address(a) in dynamic or
-                       docker_network.ipaddress.IPv4Address(a) in pool for a in seen)
+        assert not any(ipaddress.IPv4Address(a) in dynamic or
+                       ipaddress.IPv4Address(a) in pool for a in seen)
 
     def test_outside_the_blocks_is_an_error(self):
-        net = docker_network.layout("172.30.0.0/24")
+        net = network.layout("172.30.0.0/24")
         with pytest.raises(ValueError, match=r"outside 0\.\.0"):
             net.block(1)
         with pytest.raises(ValueError, match=r"outside 0\.\.98"):

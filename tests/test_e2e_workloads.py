@@ -69,10 +69,10 @@ class TestSequence:
 
     def test_namespaces_first_use_first_and_the_webhooks_blind_spots(self, dev_config):
         """The config refuses kube-system (config.py); the live case checks again what it deploys."""
-        from kamaji_hami_platform.config import GpuWorkload
+        from kamaji_hami_platform.config import GpuWorkloadConfig
 
         expected = declared(dev_config, [TRAIN, INFER])
-        system = GpuWorkload("sys", 1, gpumem=1, namespace="kube-system")
+        system = GpuWorkloadConfig("sys", 1, gpumem=1, namespace="kube-system")
         items = (*(r.workload for r in expected.replicas), system)
         assert workloads.namespaces(items) == ["default", "serving", "kube-system"]
         assert workloads.bypassing_namespaces(items) == ["kube-system"]

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kamaji_hami_platform import planner
 from kamaji_hami_platform.config import PlatformConfig, load_stack
 from kamaji_hami_platform.gpu import GpuDevice, GpuRequest, fit, plan
 from kamaji_hami_platform.gpu.card_fit import order_devices
 from kamaji_hami_platform.gpu.placement import Span, plan_nodes, plan_sequence
+from kamaji_hami_platform.planner import cli as planner
 
 pytestmark = pytest.mark.unit
 
@@ -454,12 +454,12 @@ def test_planner_matches_a_brute_force_over_every_tie():
     only) must find the same nodes per pod and the same counts."""
     import copy
 
-    from kamaji_hami_platform.config import GpuModel
+    from kamaji_hami_platform.config import GpuModelConfig
     from kamaji_hami_platform.gpu.card_fit import charge
     from kamaji_hami_platform.gpu.devices import mock_devices
     from kamaji_hami_platform.gpu.placement import node_score
 
-    model = GpuModel("A", 40000, 100, 4, "NVIDIA A")
+    model = GpuModelConfig("A", 40000, 100, 4, "NVIDIA A")
     nodes = {f"n{i}": mock_devices(model, 2, "c", "t", f"n{i}") for i in range(3)}
     nodes["n2"][0].usedmem, nodes["n2"][0].used, nodes["n2"][0].usedcores = 5000, 1, 10
     shapes = [GpuRequest(nums=1, memreq=15000, coresreq=30), GpuRequest(nums=2, memreq=5000, coresreq=10),

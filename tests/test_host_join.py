@@ -9,7 +9,13 @@ import subprocess
 
 import pytest
 
-from kamaji_hami_platform.config import BUILTIN_GPU_MODELS, GpuPool, SshEndpoint, TenantConfig, WorkerHost
+from kamaji_hami_platform.config import (
+    BUILTIN_GPU_MODELS,
+    GpuPoolConfig,
+    HostConfig,
+    SshEndpointConfig,
+    TenantConfig,
+)
 from kamaji_hami_platform.tenant import host_join, node_join
 
 pytestmark = pytest.mark.unit
@@ -19,21 +25,21 @@ BASTION_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBbastionbastionbastionbastio
 SECRET_ENVS = (host_join.KUBECONFIG_ENV, host_join.HOST_SSH_KEY_ENV, host_join.BASTION_SSH_KEY_ENV)
 
 
-def tenant(*hosts: WorkerHost, version: str = "v1.35.0", gpus: GpuPool | None = None) -> TenantConfig:
+def tenant(*hosts: HostConfig, version: str = "v1.35.0", gpus: GpuPoolConfig | None = None) -> TenantConfig:
     return TenantConfig(name="team-a", kubernetes_version=version, control_plane_replicas=1,
                         pod_cidr="10.244.0.0/16", service_cidr="10.96.0.0/16", workers=len(hosts),
                         gpus=gpus, hosts=hosts)
 
 
-ROOT_HOST = WorkerHost("node-1", SshEndpoint("10.0.0.2"))
-SUDO_HOST = WorkerHost("node-2", SshEndpoint("10.0.0.3", user="ops", port=2222, private_key="ops"))
-PINNED_HOST = WorkerHost("node-3", SshEndpoint("10.0.0.4", port=2222, host_key=HOST_KEY),
-                         bastion=SshEndpoint("10.0.0.1", user="jump", port=2200, private_key="jump",
+ROOT_HOST = HostConfig("node-1", SshEndpointConfig("10.0.0.2"))
+SUDO_HOST = HostConfig("node-2", SshEndpointConfig("10.0.0.3", user="ops", port=2222, private_key="ops"))
+PINNED_HOST = HostConfig("node-3", SshEndpointConfig("10.0.0.4", port=2222, host_key=HOST_KEY),
+                         bastion=SshEndpointConfig("10.0.0.1", user="jump", port=2200, private_key="jump",
                                              host_key=BASTION_KEY))
 
 
-def real_gpus(mock: bool = False) -> GpuPool:
-    return GpuPool(BUILTIN_GPU_MODELS["A100-80GB"], per_worker=4, mock=mock)
+def real_gpus(mock: bool = False) -> GpuPoolConfig:
+    return GpuPoolConfig(BUILTIN_GPU_MODELS["A100-80GB"], per_worker=4, mock=mock)
 
 
 class TestCommandLines:
@@ -100,7 +106,7 @@ class TestSsh:
         assert "StrictHostKeyChecking=no" not in script
 
     def test_port_22_is_named_by_the_address_alone_in_known_hosts(self):
-        line = host_join.known_hosts_line(SshEndpoint("10.0.0.9", host_key=HOST_KEY))
+        line = host_join.known_hosts_line(SshEndpointConfig("10.0.0.9", host_key=HOST_KEY))
         assert line == f"10.0.0.9 {HOST_KEY}"
 
     def test_a_bastion_is_crossed_by_a_proxy_command_with_its_own_key_and_host_key(self):

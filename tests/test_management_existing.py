@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kamaji_hami_platform import readiness
 from kamaji_hami_platform.config import load_stack_file
-from kamaji_hami_platform.management import existing
+from kamaji_hami_platform.management import access, existing, kamaji_webhook
+from kamaji_hami_platform.tenant import admin_access
 from kamaji_hami_platform.tenant.node_join import KUBECONFIG_ENV
 from tests.harness import PRODUCTION_STACK, fake_kubeconfig
 
@@ -121,8 +121,8 @@ class TestClusterCheck:
 class TestReadinessWithThisHostsKubectl:
     def test_the_webhook_wait_dry_runs_with_the_stacks_kubeconfig(self, platform, tmp_path):
         kubeconfig = fake_kubeconfig("https://10.20.0.10:6443", SECRET)
-        script = readiness.kamaji_webhook_wait_script(platform.management, attempts=2, interval=0)
-        result = run(script, tmp_path, **{readiness.MANAGEMENT_KUBECONFIG_ENV: kubeconfig})
+        script = kamaji_webhook.kamaji_webhook_wait_script(platform.management, attempts=2, interval=0)
+        result = run(script, tmp_path, **{access.MANAGEMENT_KUBECONFIG_ENV: kubeconfig})
         assert result.returncode == 0, result.stderr
         assert "create --dry-run=server -o name -f -" in calls(tmp_path)
         assert (tmp_path / "kubeconfig-seen").read_text() == kubeconfig
@@ -131,7 +131,7 @@ class TestReadinessWithThisHostsKubectl:
     def test_admin_access_uses_a_private_file_removed_at_exit(self, platform, tmp_path):
         tenant = platform.tenants[0]
         kubeconfig = fake_kubeconfig("https://10.20.0.200:6443", SECRET)
-        script = readiness.tenant_admin_access_script(tenant, platform.management, attempts=1, interval=0)
+        script = admin_access.tenant_admin_access_script(tenant, platform.management, attempts=1, interval=0)
         result = run(script, tmp_path, **{KUBECONFIG_ENV: kubeconfig})
         assert result.returncode == 0, result.stderr
         used = next(line for line in calls(tmp_path).splitlines() if "auth can-i" in line).split()[1]

@@ -392,7 +392,7 @@ class TestReviewFindings:
 
     def test_integers_from_the_wire_are_read_as_integers(self):
         """Pulumi's wire has one number type: another language's `workers: 1` arrives as 1.0."""
-        from kamaji_hami_platform.settings import tenant_config
+        from kamaji_hami_platform.config.settings import tenant_config
 
         tenant = tenant_config({"name": "t", "kubernetes_version": "v1.35.0", "pod_cidr": "10.60.0.0/16",
                                 "service_cidr": "10.61.0.0/16", "workers": 2.0, "gpus": {

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from kamaji_hami_platform import planner
 from kamaji_hami_platform.config import load_stack_file
 from kamaji_hami_platform.gpu.workloads import plan_workloads
+from kamaji_hami_platform.planner import cli as planner
 
 pytestmark = pytest.mark.unit
 

@@ -24,7 +24,7 @@ def test_every_pin_is_listed(pin):
     assert pin in README
 
 
-@pytest.mark.parametrize("key", [k for k in config._TENANT_KEYS if k != "gpus"]
+@pytest.mark.parametrize("key", [k for k in config.TENANT.keys if k != "gpus"]
                          + ["gpus.model", "gpus.perWorker", "gpus.mock", "hami.gpuSchedulerPolicy",
                             "hami.nodeLockTimeout", "management.metallbAddressRange",
                             "management.kamajiEtcdReplicas", "referencePod"])

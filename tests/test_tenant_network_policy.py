@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from kamaji_hami_platform import network
 from kamaji_hami_platform.config import parse_config
-from kamaji_hami_platform.management import docker_network
 from kamaji_hami_platform.tenant.network_policy import network_policies
 from tests.netpol_eval import Endpoint, allowed
 
@@ -23,7 +23,7 @@ def policies(dev_config):
     return [p for tenant in platform.tenants for p in network_policies(tenant, platform.management)]
 
 
-NET = docker_network.layout("172.30.0.0/16")  # the dev stack's
+NET = network.layout("172.30.0.0/16")  # the dev stack's
 
 
 def tcp_pod(tenant: str, ip: str) -> Endpoint:

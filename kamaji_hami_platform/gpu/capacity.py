@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kamaji_hami_platform.config import PodShape, TenantConfig
+from kamaji_hami_platform.config import PodShapeConfig, TenantConfig
 from kamaji_hami_platform.gpu.card_fit import GpuRequest
 from kamaji_hami_platform.gpu.devices import (
     GPU_CORES_RESOURCE,
@@ -20,7 +20,7 @@ from kamaji_hami_platform.gpu.placement import (
 )
 
 
-def reference_request(shape: PodShape) -> GpuRequest:
+def reference_request(shape: PodShapeConfig) -> GpuRequest:
     """The request HAMi builds from a reference pod shape's limits."""
     request = GpuRequest.from_limits({GPU_RESOURCE: shape.gpu, GPU_MEMORY_RESOURCE: shape.gpumem,
                                       GPU_CORES_RESOURCE: shape.gpucores})

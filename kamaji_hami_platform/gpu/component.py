@@ -12,14 +12,7 @@ from pulumi_command import local
 
 from kamaji_hami_platform import resource_inputs, versions
 from kamaji_hami_platform.config import TenantConfig
-from kamaji_hami_platform.gpu import render
-from kamaji_hami_platform.gpu.capacity import reference_request, tenant_capacity_summary
-from kamaji_hami_platform.gpu.devices import GpuDevice, tenant_devices
-from kamaji_hami_platform.gpu.workloads import plan_workloads
-from kamaji_hami_platform.helm import chart_args, deep_merge
-from kamaji_hami_platform.kubernetes_objects import create_objects
-from kamaji_hami_platform.providers import check_provider_args, cluster_provider
-from kamaji_hami_platform.settings import (
+from kamaji_hami_platform.config.settings import (
     ChartSource,
     GpuModelSettings,
     PodShapeSettings,
@@ -28,6 +21,13 @@ from kamaji_hami_platform.settings import (
     pod_shape,
     tenant_config,
 )
+from kamaji_hami_platform.gpu import render
+from kamaji_hami_platform.gpu.capacity import reference_request, tenant_capacity_summary
+from kamaji_hami_platform.gpu.devices import GpuDevice, tenant_devices
+from kamaji_hami_platform.gpu.workloads import plan_workloads
+from kamaji_hami_platform.helm import chart_args, deep_merge
+from kamaji_hami_platform.manifest_resources import create_objects
+from kamaji_hami_platform.providers import check_provider_args, cluster_provider
 
 TYPE_TOKEN = "kamaji-hami-platform:index:HamiNodePool"
 HELM_TIMEOUT_SECONDS = 600

@@ -13,7 +13,7 @@ import json
 import uuid
 from dataclasses import dataclass
 
-from kamaji_hami_platform.config import GpuModel, TenantConfig
+from kamaji_hami_platform.config import GpuModelConfig, TenantConfig
 
 NODE_REGISTER_ANNOTATION = "hami.io/node-nvidia-register"
 GPU_NODE_LABEL = ("gpu", "on")
@@ -56,7 +56,7 @@ def card_id(cluster: str, tenant: str, node: str, index: int) -> str:
     return f"GPU-{uuid.uuid5(_CARD_ID_NAMESPACE, f'{cluster}/{tenant}/{node}/{index}')}"
 
 
-def mock_devices(model: GpuModel, cards: int, cluster: str, tenant: str, node: str) -> list[GpuDevice]:
+def mock_devices(model: GpuModelConfig, cards: int, cluster: str, tenant: str, node: str) -> list[GpuDevice]:
     """The mock cards one node carries, as the real device plugin would register them."""
     return [
         GpuDevice(id=card_id(cluster, tenant, node, index), index=index, count=model.split_count,

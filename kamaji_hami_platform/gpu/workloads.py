@@ -24,7 +24,7 @@ from kamaji_hami_platform.config import (
     MAX_CARDS_PER_NODE,
     NODE_POD_CIDR_PREFIX,
     QUOTA_KEYS,
-    GpuWorkload,
+    GpuWorkloadConfig,
     TenantConfig,
 )
 from kamaji_hami_platform.gpu.card_fit import GpuRequest, QuotaLeft
@@ -95,7 +95,7 @@ class WorkloadPlan:
                 "fix": self.fix}
 
 
-def workload_request(workload: GpuWorkload) -> GpuRequest:
+def workload_request(workload: GpuWorkloadConfig) -> GpuRequest:
     request = GpuRequest.from_limits(workload.limits())
     assert request is not None, workload
     return request

@@ -11,13 +11,21 @@ import pulumi
 import pulumi_kubernetes as kubernetes
 from pulumi_command import local
 
-from kamaji_hami_platform import config, docker_host, readiness, versions
+from kamaji_hami_platform import config, versions
 from kamaji_hami_platform.config import ManagementConfig
-from kamaji_hami_platform.create_only import create_only_guards
+from kamaji_hami_platform.config.settings import ChartSource, ManagementSettings, management_config
+from kamaji_hami_platform.create_only_guards import create_only_guards
 from kamaji_hami_platform.helm import chart_args, deep_merge
-from kamaji_hami_platform.management import docker_network, existing, kamaji_chart, render
+from kamaji_hami_platform.management import (
+    access,
+    docker_host,
+    docker_network,
+    existing,
+    kamaji_chart,
+    kamaji_webhook,
+    render,
+)
 from kamaji_hami_platform.management import kindnet as management_kindnet
-from kamaji_hami_platform.settings import ChartSource, ManagementSettings, management_config
 
 TYPE_TOKEN = "kamaji-hami-platform:index:ManagementCluster"
 # Helm's own default (300 s) is too short for kamaji-etcd's three PVC-backed pods.
@@ -181,7 +189,7 @@ class ManagementCluster(pulumi.ComponentResource):
         # tenants wait until a dry-run TCP is accepted (kamaji_hami_platform/readiness.py).
         self.kamaji_webhook = local.Command(
             f"{name}-kamaji-webhook",
-            create=readiness.kamaji_webhook_wait_script(management),
+            create=kamaji_webhook.kamaji_webhook_wait_script(management),
             **self._management_access(management),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                 depends_on=[self.kamaji])))
@@ -198,7 +206,7 @@ class ManagementCluster(pulumi.ComponentResource):
         variable), once per Kamaji version."""
         if management.is_kind:
             return {"triggers": [self.cluster.id, versions.KAMAJI_IMAGE_TAG]}
-        return {"environment": {readiness.MANAGEMENT_KUBECONFIG_ENV: self.kubeconfig},
+        return {"environment": {access.MANAGEMENT_KUBECONFIG_ENV: self.kubeconfig},
                 "triggers": [management.name, versions.KAMAJI_IMAGE_TAG]}
 
     def _kind_cluster(self, name: str, management: ManagementConfig, child: pulumi.ResourceOptions,
@@ -292,8 +300,8 @@ class ManagementCluster(pulumi.ComponentResource):
             opts=child)
         check = local.Command(
             f"{name}-cluster-check",
-            create=existing.cluster_check_script(management, readiness.MANAGEMENT_KUBECONFIG_ENV),
-            environment={readiness.MANAGEMENT_KUBECONFIG_ENV: self.kubeconfig},
+            create=existing.cluster_check_script(management, access.MANAGEMENT_KUBECONFIG_ENV),
+            environment={access.MANAGEMENT_KUBECONFIG_ENV: self.kubeconfig},
             triggers=[management.name, management.install_cert_manager],
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=self.create_only)))
         # Nothing outside the cluster goes with it: destroy uninstalls what the platform installed.

@@ -17,8 +17,8 @@ import json
 import shlex
 
 from kamaji_hami_platform.config import ManagementConfig
+from kamaji_hami_platform.management.access import KIND_NODE_KUBECTL
 from kamaji_hami_platform.management.render import control_plane_container
-from kamaji_hami_platform.readiness import KIND_NODE_KUBECTL
 
 KINDNET_DAEMONSET = "kindnet"
 KINDNET_CONTAINER = "kindnet-cni"  # the DaemonSet's only container (const_cni.go)

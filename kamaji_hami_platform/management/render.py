@@ -13,7 +13,7 @@ import yaml
 
 from kamaji_hami_platform import names, versions
 from kamaji_hami_platform.config import MANAGEMENT_POD_CIDR, MANAGEMENT_SERVICE_CIDR, ManagementConfig
-from kamaji_hami_platform.create_only import CreateOnlySetting
+from kamaji_hami_platform.create_only_guards import CreateOnlySetting
 
 CERT_MANAGER_NAMESPACE = "cert-manager"
 METALLB_NAMESPACE = "metallb-system"

@@ -15,6 +15,8 @@ from typing import Any
 import pulumi
 
 from kamaji_hami_platform import config as cfg
+from kamaji_hami_platform.config.cross_tenant import check_address_blocks, check_overlaps
+from kamaji_hami_platform.config.reading import Problems
 
 # Per program run (its root Stack resource, a new one for each run, under mocks too; held weakly,
 # so a finished run's claims go with it), per (management cluster name, Docker network): the
@@ -35,11 +37,11 @@ def claim_worker_addresses(tenant: cfg.TenantConfig, management: cfg.ManagementC
     """Refuse a tenant whose address block or networks another tenant of this management cluster
     holds, with the stack validator's own checks and messages; else record its claim."""
     claimed = _claims_of_this_run().setdefault((management.name, management.docker_network), [])
-    problems = cfg._Problems()
+    problems = Problems()
     tenants = [*claimed, tenant]
     if management.is_kind:  # an existing cluster's workers are hosts with their own addresses
-        cfg._check_address_blocks(tenants, management, problems)
-    cfg._check_overlaps(tenants, management, problems)
+        check_address_blocks(tenants, management, problems)
+    check_overlaps(tenants, management, problems)
     mine = f"tenants[{len(claimed)}]"
     found = [item for item in problems.items if item.startswith(mine)]
     if found:

@@ -20,15 +20,21 @@ import pulumi_kubernetes as kubernetes
 import yaml
 from pulumi_command import local, remote
 
-from kamaji_hami_platform import docker_host, readiness, resource_inputs
-from kamaji_hami_platform.config import ManagementConfig, SshEndpoint, TenantConfig, WorkerHost
-from kamaji_hami_platform.create_only import create_only_guards
-from kamaji_hami_platform.kubernetes_objects import create_objects, create_objects_with
+from kamaji_hami_platform import resource_inputs
+from kamaji_hami_platform.config import HostConfig, ManagementConfig, SshEndpointConfig, TenantConfig
+from kamaji_hami_platform.config.settings import (
+    ManagementSettings,
+    TenantSettings,
+    management_config,
+    tenant_config,
+)
+from kamaji_hami_platform.create_only_guards import create_only_guards
+from kamaji_hami_platform.management import docker_host
+from kamaji_hami_platform.manifest_resources import create_objects, create_objects_with
 from kamaji_hami_platform.providers import check_provider_args, cluster_provider
-from kamaji_hami_platform.settings import ManagementSettings, TenantSettings, management_config, tenant_config
 from kamaji_hami_platform.tenant import addons as tenant_addons
+from kamaji_hami_platform.tenant import admin_access, host_join, node_join
 from kamaji_hami_platform.tenant import control_plane as tcp_render
-from kamaji_hami_platform.tenant import host_join, node_join
 from kamaji_hami_platform.tenant.addresses import claim_worker_addresses
 from kamaji_hami_platform.tenant.network_policy import network_policies
 
@@ -195,7 +201,7 @@ class KamajiTenant(pulumi.ComponentResource):
         # nothing is created inside the tenant before they are (kamaji_hami_platform/readiness.py).
         self.admin_access = local.Command(
             f"{name}-admin-access",
-            create=readiness.tenant_admin_access_script(tenant, management_settings),
+            create=admin_access.tenant_admin_access_script(tenant, management_settings),
             environment={node_join.KUBECONFIG_ENV: self.kubeconfig},
             triggers=[self.control_plane_uid],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.control_plane]))
@@ -313,7 +319,7 @@ class KamajiTenant(pulumi.ComponentResource):
                 replace_with=resource_inputs.replaceable(network)),
         )
 
-    def _host_worker(self, name: str, host: WorkerHost, keys: dict[str, pulumi.Input[str]],
+    def _host_worker(self, name: str, host: HostConfig, keys: dict[str, pulumi.Input[str]],
                      previous: list[local.Command]) -> local.Command:
         """A machine joined over SSH: `-leave` (its delete drains and deletes the node, then resets
         the host over SSH, warning when the host does not answer), `-join` (pulumi-command's remote
@@ -369,7 +375,7 @@ DIAL_ERROR_LIMIT = 4
 PER_DIAL_TIMEOUT_SECONDS = 15
 
 
-def _connection_args(endpoint: SshEndpoint, keys: dict[str, pulumi.Input[str]]) -> dict[str, Any]:
+def _connection_args(endpoint: SshEndpointConfig, keys: dict[str, pulumi.Input[str]]) -> dict[str, Any]:
     """How pulumi-command reaches a host or its bastion. Without host_key it accepts any host key
     (pulumi-command's InsecureIgnoreHostKey); with it, only that one."""
     return {"host": endpoint.address, "port": endpoint.port, "user": endpoint.user,
@@ -378,7 +384,7 @@ def _connection_args(endpoint: SshEndpoint, keys: dict[str, pulumi.Input[str]]) 
             "per_dial_timeout": PER_DIAL_TIMEOUT_SECONDS}
 
 
-def _connection(host: WorkerHost, keys: dict[str, pulumi.Input[str]]) -> remote.ConnectionArgs:
+def _connection(host: HostConfig, keys: dict[str, pulumi.Input[str]]) -> remote.ConnectionArgs:
     proxy = (remote.ProxyConnectionArgs(**_connection_args(host.bastion, keys))
              if host.bastion is not None else None)
     return remote.ConnectionArgs(**_connection_args(host.ssh, keys), proxy=proxy)

@@ -12,7 +12,7 @@ from typing import Any
 
 from kamaji_hami_platform import names
 from kamaji_hami_platform.config import LOAD_BALANCER, NODE_PORT, ManagementConfig, TenantConfig
-from kamaji_hami_platform.create_only import CreateOnlySetting
+from kamaji_hami_platform.create_only_guards import CreateOnlySetting
 
 API_VERSION = "kamaji.clastix.io/v1alpha1"
 KIND = "TenantControlPlane"

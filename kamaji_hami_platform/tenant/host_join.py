@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import shlex
 
-from kamaji_hami_platform.config import SshEndpoint, TenantConfig, WorkerHost
+from kamaji_hami_platform.config import HostConfig, SshEndpointConfig, TenantConfig
 from kamaji_hami_platform.tenant import node_join
 
 KUBECONFIG_ENV = node_join.KUBECONFIG_ENV
@@ -104,7 +104,7 @@ def tenant_minor(tenant: TenantConfig) -> int:
     return int(tenant.kubernetes_version.lstrip("v").split(".")[1])
 
 
-def remote_command(host: WorkerHost, script: str) -> str:
+def remote_command(host: HostConfig, script: str) -> str:
     """The command string sshd runs with the user's login shell (`$SHELL -c <command>`): the
     POSIX sh script as one quoted argument of /bin/sh, so bash, dash or zsh as login shell do not
     matter; through `sudo -n` (never a password prompt: fails at once) for a user other than
@@ -113,7 +113,7 @@ def remote_command(host: WorkerHost, script: str) -> str:
     return command if host.ssh.user == "root" else f"sudo -n {command}"
 
 
-def join_command(tenant: TenantConfig, host: WorkerHost) -> str:
+def join_command(tenant: TenantConfig, host: HostConfig) -> str:
     """The `create` of `<host>-join`: join_script on the host, the kubeconfig on its stdin."""
     return remote_command(host, join_script(tenant, host))
 
@@ -123,7 +123,7 @@ def _miss(text: str) -> str:
     return f"miss {_q(text)}"
 
 
-def prerequisites_script(tenant: TenantConfig, host: WorkerHost) -> str:
+def prerequisites_script(tenant: TenantConfig, host: HostConfig) -> str:
     """POSIX sh: check everything a join needs and fail with the full list of what is missing,
     each with its fix, before anything on the host changes. Sets $kubeadm_minor and $runtime.
 
@@ -272,7 +272,7 @@ def _reset_function() -> str:
 """
 
 
-def join_script(tenant: TenantConfig, host: WorkerHost) -> str:
+def join_script(tenant: TenantConfig, host: HostConfig) -> str:
     """POSIX sh on the host (root, or through sudo): check the prerequisites, join the tenant
     unless already joined to it, with a bootstrap token minted from the kubeconfig on stdin.
 
@@ -391,7 +391,7 @@ echo "joined {host.name} to tenant {tenant.name}"
 """
 
 
-def known_hosts_line(endpoint: SshEndpoint) -> str:
+def known_hosts_line(endpoint: SshEndpointConfig) -> str:
     """The pinned host key in known_hosts form: OpenSSH names a host on port 22 by its address
     alone and on any other port as `[address]:port`."""
     assert endpoint.host_key is not None
@@ -399,7 +399,7 @@ def known_hosts_line(endpoint: SshEndpoint) -> str:
     return f"{name} {endpoint.host_key}"
 
 
-def ssh_options(endpoint: SshEndpoint, role: str) -> list[str]:
+def ssh_options(endpoint: SshEndpointConfig, role: str) -> list[str]:
     """OpenSSH client options (shell words) reaching `endpoint` as pulumi-command's remote
     Command does: only the given key, no agent, no ~/.ssh/config (-F none), never a prompt; its
     host key pinned when the config gives one (pulumi-command then uses ssh.FixedHostKey),
@@ -416,11 +416,11 @@ def ssh_options(endpoint: SshEndpoint, role: str) -> list[str]:
     return words
 
 
-def _destination(endpoint: SshEndpoint) -> str:
+def _destination(endpoint: SshEndpointConfig) -> str:
     return f"{endpoint.user}@{endpoint.address}"
 
 
-def ssh_words(host: WorkerHost) -> list[str]:
+def ssh_words(host: HostConfig) -> list[str]:
     """The ssh command line (shell words, before the remote command) of leave_script. A bastion
     is crossed with a ProxyCommand: an ssh of its own, with the bastion's key and options, that
     forwards stdin/stdout to the host (-W). ssh runs the ProxyCommand with $SHELL, which the
@@ -433,7 +433,7 @@ def ssh_words(host: WorkerHost) -> list[str]:
     return [*words, _q(_destination(host.ssh))]
 
 
-def manual_reset_command(host: WorkerHost) -> str:
+def manual_reset_command(host: HostConfig) -> str:
     """What an operator runs when the leave could not reach the host."""
     sudo = "" if host.ssh.user == "root" else "sudo "
     jump = ""
@@ -475,7 +475,7 @@ def _write_key(env: str, role: str) -> str:
     return f"""printf '%s\\n' "${{{env}%$'\\n'}}" > "${SSH_DIR_ENV}/{role}.key"\n"""
 
 
-def _write_known_hosts(endpoint: SshEndpoint, role: str) -> str:
+def _write_known_hosts(endpoint: SshEndpointConfig, role: str) -> str:
     if not endpoint.host_key:
         return ""
     return f"""printf '%s\\n' {_q(known_hosts_line(endpoint))} > "${SSH_DIR_ENV}/{role}.known_hosts"\n"""
@@ -499,7 +499,7 @@ redact() {{ {REDACT_SED}; }}
 """
 
 
-def leave_script(tenant: TenantConfig, host: WorkerHost) -> str:
+def leave_script(tenant: TenantConfig, host: HostConfig) -> str:
     """bash on the Pulumi host, the delete of `<host>-leave`: drain the node and delete it from
     the tenant, then reset the host over SSH.
 
@@ -591,7 +591,7 @@ exit 0
 """
 
 
-def ready_script(tenant: TenantConfig, host: WorkerHost) -> str:
+def ready_script(tenant: TenantConfig, host: HostConfig) -> str:
     """bash on the Pulumi host, `<host>-ready`: wait until the joined node is Ready (CNI up,
     kubelet posting), bounded, or fail with its conditions. The node stays: its kubelet would
     register it again anyway; the host needs a look (journalctl -u kubelet)."""

@@ -5,7 +5,7 @@ Default deny in both directions, then only what a TenantControlPlane needs
 
 - API (6443) and Konnectivity (8132) from exactly: the tenant's own workers (their fixed
   addresses, one block of the Docker network per tenant:
-  kamaji_hami_platform/management/docker_network.py), the
+  kamaji_hami_platform/network.py), the
   host that runs Pulumi (the network's gateway), the Kamaji controller in `kamaji-system`, and
   pods of the tenant's own namespace (in-namespace tooling, the isolation probe). Nothing else:
   not another tenant's workers, nor pods of another tenant's cluster (they leave their worker
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kamaji_hami_platform import network
 from kamaji_hami_platform.config import ManagementConfig, TenantConfig
-from kamaji_hami_platform.management import docker_network
 from kamaji_hami_platform.management.render import KAMAJI_NAMESPACE
 from kamaji_hami_platform.tenant.control_plane import api_port, konnectivity_port
 
@@ -48,9 +48,9 @@ def _own_workers_and_host(tenant: TenantConfig, management: ManagementConfig) ->
     if not management.is_kind:
         return ([{"ipBlock": {"cidr": f"{host.address}/32"}} for host in tenant.hosts]
                 + [{"ipBlock": {"cidr": cidr}} for cidr in management.api_client_cidrs])
-    network = docker_network.layout(management.docker_subnet)
-    return ([{"ipBlock": {"cidr": cidr}} for cidr in network.block_cidrs(tenant.address_block)]
-            + [{"ipBlock": {"cidr": f"{network.gateway}/32"}}])
+    layout = network.layout(management.docker_subnet)
+    return ([{"ipBlock": {"cidr": cidr}} for cidr in layout.block_cidrs(tenant.address_block)]
+            + [{"ipBlock": {"cidr": f"{layout.gateway}/32"}}])
 
 
 def _namespace(name: str) -> dict[str, Any]:

@@ -14,9 +14,9 @@ import hashlib
 import shlex
 from dataclasses import dataclass
 
-from kamaji_hami_platform import docker_host, versions
+from kamaji_hami_platform import network, versions
 from kamaji_hami_platform.config import ManagementConfig, TenantConfig
-from kamaji_hami_platform.management import docker_network
+from kamaji_hami_platform.management import docker_host
 
 KUBECONFIG_ENV = "TENANT_KUBECONFIG"
 # `KHP_SKIP_DRAIN=1` in the environment of `pulumi destroy`/`up`: remove workers without
@@ -69,14 +69,14 @@ class Worker:
     @property
     def address(self) -> str:
         """Its fixed address on the platform's Docker network: what its control plane admits."""
-        return docker_network.layout(self.management.docker_subnet).worker_address(
+        return network.layout(self.management.docker_subnet).worker_address(
             self.tenant.address_block, self.index)
 
 
 def docker_run_args(worker: Worker) -> list[str]:
     """The container specification: the flags kind starts every node with (kind v0.31.0
     provision.go `commonArgs`, `runArgsForNode`), its fixed address, our labels, the image.
-    What kind adds only on some hosts comes at create time (kamaji_hami_platform/docker_host.py)."""
+    What kind adds only on some hosts comes at create time (management/docker_host.py)."""
     return [
         "-d", "--name", worker.name, "--hostname", worker.name,
         "--network", worker.management.docker_network, "--ip", worker.address,
@@ -229,7 +229,7 @@ def create_script(worker: Worker) -> str:
 
     The `docker run` flags are kind's own for its nodes (provision.go `commonArgs`,
     `runArgsForNode`), including what kind adds on some hosts ($KHP_HOST_FLAGS from the
-    management cluster's host check, proxies by name: kamaji_hami_platform/docker_host.py), plus the
+    management cluster's host check, proxies by name: management/docker_host.py), plus the
     fixed address and our labels. A container joined to another control plane (its CA is not
     this tenant's: the TCP was recreated) is removed and created again, so no CNI config or
     iptables rule of the old cluster is left on it (`kubeadm reset` would leave them).

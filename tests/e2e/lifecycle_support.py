@@ -31,8 +31,8 @@ from typing import Any
 
 import yaml
 
+from kamaji_hami_platform import network
 from kamaji_hami_platform.config import PROJECT, ManagementConfig
-from kamaji_hami_platform.management import docker_network
 from kamaji_hami_platform.tenant import node_join
 from tests.e2e.support import NO_CHANGE_OPS, SUBPROCESS_TIMEOUT, HostSnapshot, leftovers, planned_changes
 
@@ -149,7 +149,7 @@ def lifecycle_subnet(environ: Mapping[str, str]) -> ipaddress.IPv4Network:
 
 
 def _range_networks(value: str) -> list[ipaddress.IPv4Network]:
-    return list(ipaddress.summarize_address_range(*docker_network.parse_range(value)))
+    return list(ipaddress.summarize_address_range(*network.parse_range(value)))
 
 
 def config_claims(owner: str, config: Mapping[str, Any]) -> list[Claim]:

@@ -16,7 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kamaji_hami_platform import versions
-from kamaji_hami_platform.config import WEBHOOK_EXCLUDED_NAMESPACES, GpuWorkload, PlatformConfig, TenantConfig
+from kamaji_hami_platform.config import (
+    WEBHOOK_EXCLUDED_NAMESPACES,
+    GpuWorkloadConfig,
+    PlatformConfig,
+    TenantConfig,
+)
 from kamaji_hami_platform.gpu import Placement, Plan, Span, plan_tenant, possible_outcomes
 from kamaji_hami_platform.gpu.card_fit import USE_GPU_TYPE
 from kamaji_hami_platform.gpu.devices import tenant_devices
@@ -40,7 +45,7 @@ _CODE = re.compile(r"\b[A-Z][a-z]+(?:[A-Z][a-z]+)+\b")
 class Replica:
     """One pod of a declared workload: its place in the tenant's sequence (the plan's pod number)."""
 
-    workload: GpuWorkload
+    workload: GpuWorkloadConfig
     number: int  # 1-based, within its workload
     position: int  # 1-based, within the tenant's declared sequence
 
@@ -53,18 +58,18 @@ class Replica:
         return self.workload.namespace
 
 
-def replicas(workloads: tuple[GpuWorkload, ...]) -> list[Replica]:
+def replicas(workloads: tuple[GpuWorkloadConfig, ...]) -> list[Replica]:
     """Every replica in the planner's order: workloads as declared, each one's replicas in turn."""
     sequence = [(w, n) for w in workloads for n in range(1, w.replicas + 1)]
     return [Replica(w, n, position) for position, (w, n) in enumerate(sequence, start=1)]
 
 
-def namespaces(workloads: tuple[GpuWorkload, ...]) -> list[str]:
+def namespaces(workloads: tuple[GpuWorkloadConfig, ...]) -> list[str]:
     """The namespaces the workloads run in, first use first."""
     return list(dict.fromkeys(w.namespace for w in workloads))
 
 
-def bypassing_namespaces(workloads: tuple[GpuWorkload, ...]) -> list[str]:
+def bypassing_namespaces(workloads: tuple[GpuWorkloadConfig, ...]) -> list[str]:
     """Namespaces HAMi's webhook never sees: pods there keep the default scheduler, so HAMi would
     not place them and the plan would describe nothing that happens."""
     return [ns for ns in namespaces(workloads) if ns in WEBHOOK_EXCLUDED_NAMESPACES]

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from kamaji_hami_platform.config import BUILTIN_GPU_MODELS, GpuPool, SshEndpoint, TenantConfig, WorkerHost
+from kamaji_hami_platform.config import (
+    BUILTIN_GPU_MODELS,
+    GpuPoolConfig,
+    HostConfig,
+    SshEndpointConfig,
+    TenantConfig,
+)
 from kamaji_hami_platform.tenant import host_join
 from tests.ssh import sandbox
 from tests.ssh.conftest import ADMIN_CREDENTIAL
@@ -29,35 +35,37 @@ def kubeconfig(ca: str) -> str:
             f"    token: {ADMIN_CREDENTIAL}\n")
 
 
-def tenant_config(*hosts: WorkerHost, gpus: GpuPool | None = None) -> TenantConfig:
+def tenant_config(*hosts: HostConfig, gpus: GpuPoolConfig | None = None) -> TenantConfig:
     return TenantConfig(name="team-a", kubernetes_version="v1.35.0", control_plane_replicas=1,
                         pod_cidr="10.244.0.0/16", service_cidr="10.96.0.0/16", workers=len(hosts),
                         gpus=gpus, hosts=hosts)
 
 
-def endpoint(box: Sandbox, user: str = "root", **overrides: object) -> SshEndpoint:
+def endpoint(box: Sandbox, user: str = "root", **overrides: object) -> SshEndpointConfig:
     values: dict[str, object] = {"address": "127.0.0.1", "user": user, "port": box.port, "private_key": user}
     values.update(overrides)
-    return SshEndpoint(**values)  # type: ignore[arg-type]
+    return SshEndpointConfig(**values)  # type: ignore[arg-type]
 
 
-def worker(box: Sandbox, user: str = "root", bastion: SshEndpoint | None = None, **ssh: object) -> WorkerHost:
-    return WorkerHost("gpu-host-1", endpoint(box, user, **ssh), bastion)
+def worker(box: Sandbox, user: str = "root", bastion: SshEndpointConfig | None = None,
+           **ssh: object) -> HostConfig:
+    return HostConfig("gpu-host-1", endpoint(box, user, **ssh), bastion)
 
 
-REAL_GPUS = GpuPool(BUILTIN_GPU_MODELS["A100-80GB"], per_worker=2, mock=False)
+REAL_GPUS = GpuPoolConfig(BUILTIN_GPU_MODELS["A100-80GB"], per_worker=2, mock=False)
 
 
 def tenant_ca(box: Sandbox) -> str:
     return (box.root / "ca.pem").read_text()
 
 
-def join(box: Sandbox, host: WorkerHost, gpus: GpuPool | None = None, ca: str | None = None) -> sandbox.Run:
+def join(box: Sandbox, host: HostConfig, gpus: GpuPoolConfig | None = None,
+         ca: str | None = None) -> sandbox.Run:
     tenant = tenant_config(host, gpus=gpus)
     return box.ssh(host.ssh.user, host_join.join_command(tenant, host), kubeconfig(ca or tenant_ca(box)))
 
 
-def leave(box: Sandbox, host: WorkerHost, bastion_key: str | None = None, **env: str) -> sandbox.Run:
+def leave(box: Sandbox, host: HostConfig, bastion_key: str | None = None, **env: str) -> sandbox.Run:
     variables = {host_join.KUBECONFIG_ENV: kubeconfig(tenant_ca(box)),
                  host_join.HOST_SSH_KEY_ENV: box.key_text(host.ssh.private_key), **env}
     if host.bastion is not None:

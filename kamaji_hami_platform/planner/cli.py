@@ -18,15 +18,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from kamaji_hami_platform.capacity_compare import format_markdown, format_text, head_fits, load_side
-from kamaji_hami_platform.capacity_report import (
-    ADD_WORKERS,
-    CARDS_PER_WORKER,
-    format_workloads,
-    load_with_what_ifs,
-    parse_what_if,
-    workloads_report,
-)
 from kamaji_hami_platform.config import ConfigError, PlatformConfig, load_stack, load_stack_file
 from kamaji_hami_platform.gpu.capacity import plan_tenant
 from kamaji_hami_platform.gpu.card_fit import GpuRequest
@@ -37,6 +28,15 @@ from kamaji_hami_platform.gpu.devices import (
     GPU_RESOURCE,
     GpuCapacity,
     tenant_devices,
+)
+from kamaji_hami_platform.planner.compare import format_markdown, format_text, head_fits, load_side
+from kamaji_hami_platform.planner.workloads_report import (
+    ADD_WORKERS,
+    CARDS_PER_WORKER,
+    format_workloads,
+    load_with_what_ifs,
+    parse_what_if,
+    workloads_report,
 )
 
 _POD_KEYS = {"gpu": GPU_RESOURCE, "gpumem": GPU_MEMORY_RESOURCE,
@@ -211,6 +211,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_ARGUMENTS
 
-
-if __name__ == "__main__":
-    sys.exit(main())

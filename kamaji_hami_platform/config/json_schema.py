@@ -1,6 +1,6 @@
-"""JSON Schema (draft 2020-12) of a stack file, generated from config.py's key tables.
+"""JSON Schema (draft 2020-12) of a stack file, generated from the config's key tables (config/fields.py).
 
-`python -m kamaji_hami_platform.config_schema > schema/stack-config.schema.json` writes the
+`python -m kamaji_hami_platform.config.json_schema > schema/stack-config.schema.json` writes the
 published copy (tests/test_config_schema.py fails while it differs). The schema checks every key's
 type, bounds, enum and text rules as `parse_config` does; the rules that compare keys stay in code
 (config.CODE_ONLY_RULES, listed in the schema's `$comment`).
@@ -16,7 +16,7 @@ from kamaji_hami_platform.config import Field, Section
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_PATH = "schema/stack-config.schema.json"
-REGENERATE = f"python -m kamaji_hami_platform.config_schema > {SCHEMA_PATH}"
+REGENERATE = f"python -m kamaji_hami_platform.config.json_schema > {SCHEMA_PATH}"
 PREFIX = f"{config.PROJECT}:"
 
 
@@ -153,7 +153,7 @@ def _config_block() -> dict[str, Any]:
 
 def _comment() -> str:
     rules = "; ".join(f"{key}: {text}" for key, text in config.CODE_ONLY_RULES.items())
-    return (f"Generated from kamaji_hami_platform/config.py by `{REGENERATE}`; do not edit. "
+    return (f"Generated from kamaji_hami_platform/config/fields.py by `{REGENERATE}`; do not edit. "
             "Checked by the program only (pulumi preview reports them), as JSON Schema cannot "
             f"express them: {rules}.")
 

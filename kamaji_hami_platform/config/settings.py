@@ -16,6 +16,10 @@ from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 
 from kamaji_hami_platform import config as cfg
+from kamaji_hami_platform.config.gpu import parse_gpu_models, parse_reference_pod
+from kamaji_hami_platform.config.management import parse_management
+from kamaji_hami_platform.config.reading import Problems
+from kamaji_hami_platform.config.tenant import parse_tenant
 
 
 class GpuModelSettings(TypedDict):
@@ -42,7 +46,7 @@ class GpuPoolSettings(TypedDict):
     """Mock cards registered by the platform (default true)."""
 
 
-class HamiSettingsArgs(TypedDict, total=False):
+class HamiSettings(TypedDict, total=False):
     """HAMi's scheduler settings of a tenant (stack config `tenants[i].hami`)."""
 
     gpu_scheduler_policy: str
@@ -131,7 +135,7 @@ class TenantSettings(TypedDict):
     needs its own: a KamajiTenant refuses a block another of the program holds)."""
     gpus: NotRequired[GpuPoolSettings]
     """The cards of each worker; none without it."""
-    hami: NotRequired[HamiSettingsArgs]
+    hami: NotRequired[HamiSettings]
     """HAMi's settings in the tenant."""
     gpu_quotas: NotRequired[dict[str, dict[str, int]]]
     """Namespace (in the tenant) -> HAMi / Kubernetes GPU quota limits."""
@@ -252,49 +256,49 @@ def _to_config_value(value: Any) -> Any:
     return _number(value)
 
 
-def _raise(problems: cfg._Problems, where: str, section: str, key: str) -> None:
+def _raise(problems: Problems, where: str, section: str, key: str) -> None:
     """Every problem at once, each named `<where>: <key>.<setting>` (camelCase, as in a stack file)."""
     if problems.items:
         raise cfg.ConfigError([f"{where}: {key}{item[len(section):]}" if item.startswith(section)
                                else f"{where}: {item}" for item in problems.items])
 
 
-def gpu_models(settings: Mapping[str, GpuModelSettings] | None, where: str) -> dict[str, cfg.GpuModel]:
+def gpu_models(settings: Mapping[str, GpuModelSettings] | None, where: str) -> dict[str, cfg.GpuModelConfig]:
     """The built-in GPU models and these, validated."""
-    problems = cfg._Problems()
+    problems = Problems()
     raw = {name: to_config(model) for name, model in (settings or {}).items()}
-    models = cfg._parse_gpu_models(raw, problems)
+    models = parse_gpu_models(raw, problems)
     _raise(problems, where, "gpuModels", "gpu_models")
     return models
 
 
 def management_config(settings: Mapping[str, Any] | None, where: str) -> cfg.ManagementConfig:
     """Validated management settings; a ConfigError naming `where` and the key otherwise."""
-    problems = cfg._Problems()
-    parsed = cfg._parse_management(to_config(settings or {}), problems)
+    problems = Problems()
+    parsed = parse_management(to_config(settings or {}), problems)
     _raise(problems, where, "management", "management")
     return parsed
 
 
 def tenant_config(settings: Mapping[str, Any], where: str,
-                  models: Mapping[str, cfg.GpuModel] | None = None) -> cfg.TenantConfig:
+                  models: Mapping[str, cfg.GpuModelConfig] | None = None) -> cfg.TenantConfig:
     """Validated tenant settings; a ConfigError naming `where` and the key otherwise."""
-    problems = cfg._Problems()
-    parsed = cfg._parse_tenant(to_config(settings), 0, models or cfg.BUILTIN_GPU_MODELS, problems)
+    problems = Problems()
+    parsed = parse_tenant(to_config(settings), 0, models or cfg.BUILTIN_GPU_MODELS, problems)
     _raise(problems, where, "tenants[0]", "tenant")
     assert parsed is not None
     return parsed
 
 
-def pod_shape(settings: Mapping[str, Any] | None, where: str) -> cfg.PodShape:
-    problems = cfg._Problems()
-    parsed = cfg._parse_reference_pod(to_config(settings or {}), problems)
+def pod_shape(settings: Mapping[str, Any] | None, where: str) -> cfg.PodShapeConfig:
+    problems = Problems()
+    parsed = parse_reference_pod(to_config(settings or {}), problems)
     _raise(problems, where, "referencePod", "reference_pod")
     return parsed
 
 
 def _settings_of(value: Any) -> Any:
-    if isinstance(value, cfg.GpuModel):
+    if isinstance(value, cfg.GpuModelConfig):
         return value.name
     if dataclasses.is_dataclass(value):
         return {field.name: _settings_of(getattr(value, field.name)) for field in dataclasses.fields(value)
@@ -317,11 +321,11 @@ def management_settings(management: cfg.ManagementConfig) -> ManagementSettings:
     return settings
 
 
-def _endpoint_settings(endpoint: cfg.SshEndpoint) -> dict[str, Any]:
+def _endpoint_settings(endpoint: cfg.SshEndpointConfig) -> dict[str, Any]:
     return dict(_settings_of(endpoint))
 
 
-def _host_settings(host: cfg.WorkerHost) -> HostSettings:
+def _host_settings(host: cfg.HostConfig) -> HostSettings:
     settings: dict[str, Any] = {"name": host.name, **_endpoint_settings(host.ssh)}
     if host.bastion is not None:
         settings["bastion"] = _endpoint_settings(host.bastion)
@@ -338,18 +342,18 @@ def tenant_settings(tenant: cfg.TenantConfig) -> TenantSettings:
     return settings
 
 
-# Settings keys whose config field is spelled otherwise (GpuModel.memory_mib).
+# Settings keys whose config field is spelled otherwise (GpuModelConfig.memory_mib).
 _SETTINGS_KEYS = {"memory_mib": "memory_miB"}
 
 
-def gpu_model_settings(models: Mapping[str, cfg.GpuModel]) -> dict[str, GpuModelSettings]:
+def gpu_model_settings(models: Mapping[str, cfg.GpuModelConfig]) -> dict[str, GpuModelSettings]:
     """The stack's own GPU models (not the built-in ones) as settings."""
     return {name: {_SETTINGS_KEYS.get(field.name, field.name): getattr(model, field.name)
                    for field in dataclasses.fields(model) if field.name != "name"}
             for name, model in models.items() if name not in cfg.BUILTIN_GPU_MODELS}
 
 
-def pod_shape_settings(shape: cfg.PodShape) -> PodShapeSettings:
+def pod_shape_settings(shape: cfg.PodShapeConfig) -> PodShapeSettings:
     return _settings_of(shape)
 
 
@@ -360,9 +364,13 @@ __all__ = [
     "GpuModelSettings",
     "GpuPoolSettings",
     "GpuWorkloadSettings",
-    "HamiSettingsArgs",
+    "HamiSettings",
     "HostSettings",
     "ManagementSettings",
     "PodShapeSettings",
     "TenantSettings",
 ]
+
+# The 0.1.0 name of HamiSettings (every `*Settings` is a section's typed dictionary now); kept for
+# programs written against 0.1.0, removed in a later release (CHANGELOG.md).
+HamiSettingsArgs = HamiSettings

@@ -1,0 +1,101 @@
+"""Rules across tenants: unique names, networks that do not overlap, an address block each, every
+generated name valid, a machine in one tenant only. The components apply the same checks to the
+tenants of one program run (tenant/addresses.py).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from typing import Any
+
+from kamaji_hami_platform import names, network
+from kamaji_hami_platform.config.model import ManagementConfig, SecretText, TenantConfig
+from kamaji_hami_platform.config.reading import Problems
+from kamaji_hami_platform.config.rules import MANAGEMENT_POD_CIDR, MANAGEMENT_SERVICE_CIDR, SSH_KEYS_KEY
+
+
+def check_address_blocks(tenants: list[TenantConfig], management: ManagementConfig,
+                          problems: Problems) -> None:
+    """Each tenant a block of worker addresses of its own, inside the network's worker region."""
+    blocks = network.layout(management.docker_subnet).blocks
+    owner: dict[int, str] = {}
+    for index, tenant in enumerate(tenants):
+        path = f"tenants[{index}].addressBlock"
+        if tenant.address_block >= blocks:
+            problems.add(path, f"{tenant.address_block} is outside 0..{blocks - 1}: "
+                               f"management.dockerSubnet {management.docker_subnet} holds {blocks} "
+                               "tenants' worker addresses; use a larger subnet", "address-block")
+        elif tenant.address_block in owner:
+            problems.add(path, f"{tenant.address_block} is also {owner[tenant.address_block]}'s: "
+                               "each tenant needs its own", "address-block")
+        else:
+            owner[tenant.address_block] = f"tenants[{index}] ({tenant.name})"
+
+
+def check_overlaps(tenants: list[TenantConfig], management: ManagementConfig,
+                    problems: Problems) -> None:
+    claimed: list[tuple[str, ipaddress.IPv4Network | ipaddress.IPv6Network]] = []
+    if management.is_kind:  # an existing cluster's own networks are its admin's to keep apart
+        claimed += [
+            ("the management cluster's pod CIDR", ipaddress.ip_network(MANAGEMENT_POD_CIDR)),
+            ("the management cluster's service CIDR", ipaddress.ip_network(MANAGEMENT_SERVICE_CIDR)),
+        ]
+        docker_subnet = ipaddress.ip_network(management.docker_subnet)
+        for owner, other in claimed:
+            if docker_subnet.overlaps(other):
+                problems.add("management.dockerSubnet", f"{docker_subnet} overlaps {owner} ({other})",
+                             "overlap")
+        claimed.append(("management.dockerSubnet", docker_subnet))
+    for index, tenant in enumerate(tenants):
+        for key, cidr in (("podCidr", tenant.pod_cidr), ("serviceCidr", tenant.service_cidr)):
+            network = ipaddress.ip_network(cidr)
+            for owner, other in claimed:
+                if network.overlaps(other):
+                    problems.add(f"tenants[{index}].{key}", f"{cidr} overlaps {owner} ({other})", "overlap")
+            claimed.append((f"tenants[{index}].{key}", network))
+
+
+def check_generated_names(management: ManagementConfig, raw_tenants: list[Any],
+                           tenants: list[TenantConfig], problems: Problems) -> None:
+    """Every name Kubernetes, kind or Docker will see, from the valid parts of the config."""
+    index: dict[str, int] = {}
+    for i, raw in enumerate(raw_tenants):
+        if isinstance(raw, Mapping) and isinstance(raw.get("name"), str):
+            index.setdefault(raw["name"], i)
+    shapes = [names.TenantShape(f"tenants[{index[t.name]}].name", t.name, t.workers, t.gpus is not None)
+              for t in tenants]
+    for path, problem in names.check(management.name, shapes):
+        problems.add(path, problem, "generated-names")
+
+
+def check_duplicate_names(raw_tenants: list[Any], problems: Problems) -> None:
+    seen: dict[str, int] = {}
+    for index, raw_tenant in enumerate(raw_tenants):
+        name = raw_tenant.get("name") if isinstance(raw_tenant, Mapping) else None
+        if isinstance(name, str) and name in seen:
+            problems.add(f"tenants[{index}].name",
+                         f"duplicate tenant name {name!r} (also tenants[{seen[name]}])", "duplicate-name")
+        elif isinstance(name, str):
+            seen[name] = index
+
+
+def check_hosts(raw_tenants: list[Any], tenants: list[TenantConfig], keys: Mapping[str, SecretText],
+                 problems: Problems) -> None:
+    """One node per machine and per name in the stack, and every private key a host names given."""
+    index = {raw["name"]: i for i, raw in reversed(list(enumerate(raw_tenants)))
+             if isinstance(raw, Mapping) and isinstance(raw.get("name"), str)}
+    seen: dict[tuple[str, str], str] = {}
+    for tenant in tenants:
+        for number, host in enumerate(tenant.hosts):
+            path = f"tenants[{index[tenant.name]}].hosts[{number}]"
+            for what, value in (("name", host.name), ("address", host.address)):
+                owner = seen.setdefault((what, value), path)
+                if owner != path:
+                    problems.add(f"{path}.{what}", f"{value!r} is also {owner}'s: a machine joins one "
+                                 "tenant, as one node", "hosts")
+            for where, endpoint in (("", host.ssh), (".bastion", host.bastion)):
+                if endpoint is not None and endpoint.private_key not in keys:
+                    problems.add(f"{path}{where}.privateKey",
+                                 f"{endpoint.private_key!r} is not in the secret {SSH_KEYS_KEY} "
+                                 f"(given: {', '.join(sorted(keys)) or 'none'})", "hosts")

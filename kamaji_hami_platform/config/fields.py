@@ -1,0 +1,334 @@
+"""The config's key tables: one `Field` per key, one `Section` per mapping. The validator reads
+them (config/reading.py `read_section`), the JSON Schema and the configuration reference are
+generated from them (config/json_schema.py, config/reference.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kamaji_hami_platform import names, network, versions
+from kamaji_hami_platform.config.model import HamiConfig, ManagementConfig, PodShapeConfig
+from kamaji_hami_platform.config.rules import (
+    _QUAD,
+    ADDRESS_RANGE_SHAPE,
+    API_EXPOSURES,
+    DNS_1035,
+    DOCKER_NETWORK_NAME,
+    DURATION_1S_TO_5M,
+    ENFORCEMENTS,
+    GPU_POLICIES,
+    IMAGE_WITH_TAG,
+    INT32_MAX,
+    K8S_VERSION_FORMAT,
+    K8S_VERSION_SUPPORTED,
+    LOAD_BALANCER,
+    MANAGEMENT_KUBECONFIG_KEY,
+    MANAGEMENT_POD_CIDR,
+    MANAGEMENT_SERVICE_CIDR,
+    MAX_CARDS_PER_NODE,
+    MAX_NAME_LENGTH,
+    MAX_REPLICAS,
+    MODE_KIND,
+    MODES,
+    NODE_POLICIES,
+    NODE_PORT_MAX,
+    NODE_PORT_MIN,
+    NVIDIA_PRODUCT,
+    QUOTA_KEYS,
+    RESERVED_NAMESPACES,
+    SSH_KEYS_KEY,
+    Check,
+)
+
+
+@dataclass(frozen=True)
+class Field:
+    """One config key: what both the validator and the JSON Schema generator read.
+
+    `type` is a JSON Schema type. The validator checks string, integer and boolean keys itself
+    (`read_section`); an object or array key is a section (`ref`, a `$defs` name) or map that its
+    own parse function reads. `in_code`: the key's checks need another key, so its parse function
+    does them (the schema still gets `checks`).
+    """
+
+    key: str
+    type: str
+    description: str
+    default: Any = None
+    required: bool = False
+    nullable: bool = False
+    minimum: int | None = None
+    maximum: int | None = None
+    enum: tuple[str, ...] = ()
+    checks: tuple[Check, ...] = ()
+    reserved: tuple[str, ...] = ()
+    reserved_message: str = ""
+    cidr_prefix: tuple[int, int] | None = None
+    ref: str | None = None
+    in_code: bool = False
+
+
+@dataclass(frozen=True)
+class Section:
+    """A mapping of the config with a fixed set of keys (unknown keys are refused)."""
+
+    name: str
+    description: str
+    fields: tuple[Field, ...]
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(f.key for f in self.fields)
+
+    def field(self, key: str) -> Field:
+        return next(f for f in self.fields if f.key == key)
+
+
+def _dns_check(max_length: int) -> Check:
+    return Check(DNS_1035, f"{{value!r}} is not a DNS-1035 label of at most {max_length} characters "
+                           "(lowercase letters, digits and '-', starting with a letter)", max_length)
+
+
+def _integer_field(key: str, description: str, default: int | None, minimum: int, maximum: int | None,
+                   required: bool = False) -> Field:
+    return Field(key, "integer", description, default=default, minimum=minimum, maximum=maximum,
+                 required=required)
+
+
+_MANAGEMENT_DEFAULTS = ManagementConfig()
+_HAMI_DEFAULTS = HamiConfig()
+_POD_DEFAULTS = PodShapeConfig()
+
+ADDON = Section("addon", "A management-cluster add-on: installed by the platform, or already there.", (
+    Field("install", "boolean", "install it (false, existing mode only: the cluster already has it, or a "
+          "cloud load balancer stands in for MetalLB)", default=True),
+))
+IPV4_ADDRESS = Check(_QUAD, "{value!r} must be an IPv4 address")
+HOST_NAME = Check("[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?", "{value!r} must be a host name or IPv4 address")
+# What `ssh-keyscan` prints after the host name, and what pulumi-command's `hostKey` takes. Not
+# ssh-rsa: pulumi-command then offers only the key's type as host key algorithm, SHA-1 `ssh-rsa`
+# (v1.2.1 provider/pkg/provider/remote/connection.go SSHConfig: `hostKeyAlgorithms =
+# []string{publicKey.Type()}`), which OpenSSH 8.8 and later refuse: use the ed25519 or ECDSA key.
+SSH_HOST_KEY = Check("(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+={0,3}",
+                     "{value!r} must be an ed25519 or ECDSA public host key like 'ssh-ed25519 AAAA...' "
+                     "(ssh-keyscan -t ed25519 <host> prints it; pulumi-command cannot use an ssh-rsa "
+                     "host key with OpenSSH 8.8+)")
+KEY_NAME = Check("[A-Za-z0-9][A-Za-z0-9_.-]*", "{value!r} must name an entry of sshPrivateKeys")
+
+
+def _ssh_fields(address: Field) -> tuple[Field, ...]:
+    return (
+        address,
+        Field("user", "string", "SSH user: root, or a user with password-less sudo", default="root",
+              checks=(Check("[a-z_][a-z0-9_-]*[$]?", "{value!r} is not a user name"),)),
+        _integer_field("port", "SSH port", 22, 1, 65535),
+        Field("privateKey", "string", "name of its private key in the secret sshPrivateKeys",
+              required=True, checks=(KEY_NAME,)),
+        Field("hostKey", "string", "its public SSH host key, checked on connect (else any key is "
+              "accepted)", nullable=True, checks=(SSH_HOST_KEY,)),
+    )
+
+
+BASTION = Section("bastion", "A jump host the worker host is reached through.", _ssh_fields(
+    Field("address", "string", "host name or IPv4 address", required=True, checks=(HOST_NAME,))))
+HOST = Section("host", "A machine that joins the tenant as a worker node over SSH (management mode "
+               "existing).", (
+    Field("name", "string", "its Kubernetes node name (DNS-1123 label), unique in the stack", required=True,
+          checks=(Check("[a-z0-9]([-a-z0-9]*[a-z0-9])?", "{value!r} is not a DNS-1123 label of at most 63 "
+                        "characters", 63),)),
+    *_ssh_fields(Field("address", "string", "its IPv4 address: SSH goes there, and the tenant's control "
+                       "plane admits it", required=True, checks=(IPV4_ADDRESS,))),
+    Field("bastion", "object", "a jump host to reach it through", nullable=True, ref=BASTION.name),
+))
+
+MANAGEMENT = Section("management", "The management cluster (kind on this machine, or an existing one) and, "
+                     "for kind, the platform's Docker network.", (
+    Field("name", "string", "kind cluster name (DNS-1035 label)", default=_MANAGEMENT_DEFAULTS.name,
+          checks=(_dns_check(MAX_NAME_LENGTH),)),
+    Field("nodeImage", "string", "image of the management node (tag required, digest optional)",
+          default=_MANAGEMENT_DEFAULTS.node_image,
+          checks=(Check(IMAGE_WITH_TAG, "{value!r} must be an image with an explicit tag"),)),
+    Field("dockerNetwork", "string", "the platform's own Docker network, created before kind and removed "
+          "by make down", default=_MANAGEMENT_DEFAULTS.docker_network,
+          checks=(Check(DOCKER_NETWORK_NAME, "{value!r} is not a Docker network name"),)),
+    Field("dockerSubnet", "string", "IPv4 subnet of that network, /16 to /24 (workers' fixed addresses, "
+          "MetalLB)", default=_MANAGEMENT_DEFAULTS.docker_subnet,
+          cidr_prefix=(network.MIN_PREFIX, network.MAX_PREFIX)),
+    Field("metallbAddressRange", "string", "first-last IPv4 range for MetalLB, inside the last quarter of "
+          "dockerSubnet (default: that quarter's top 51 addresses)", nullable=True, in_code=True,
+          checks=(Check(ADDRESS_RANGE_SHAPE, "{value!r} must look like 172.30.255.200-172.30.255.250"),)),
+    _integer_field("kamajiEtcdReplicas", "kamaji-etcd replicas (1 is enough on a laptop)",
+                   _MANAGEMENT_DEFAULTS.kamaji_etcd_replicas, 1, 5),
+    Field("mode", "string", "kind: a kind cluster on this machine; existing: a cluster you have",
+          default=MODE_KIND, enum=MODES),
+    Field("kubeconfigContext", "string", "existing: the context of kubeconfigFile to use (else the secret "
+          "managementKubeconfig)", nullable=True),
+    Field("kubeconfigFile", "string", "existing: the kubeconfig file of kubeconfigContext (default: "
+          "$KUBECONFIG, else ~/.kube/config)", nullable=True),
+    Field("certManager", "object", "cert-manager (Kamaji needs it)", nullable=True, ref=ADDON.name),
+    Field("metallb", "object", "MetalLB (the tenant API addresses)", nullable=True, ref=ADDON.name),
+    Field("apiExposure", "string", "how tenant API servers are exposed: LoadBalancer or NodePort (existing "
+          "mode; each tenant then gives apiNodePort and konnectivityNodePort)", default=LOAD_BALANCER,
+          enum=API_EXPOSURES),
+    Field("nodePortAddress", "string", "existing, NodePort: the management node address workers reach "
+          "tenant APIs on", nullable=True, checks=(IPV4_ADDRESS,)),
+    Field("apiClientCidrs", "array", "existing: the IPv4 CIDRs Pulumi's host and operators reach tenant "
+          "APIs from, as the control plane pods see them (kube-proxy masquerades external traffic to "
+          "the management nodes' addresses: include their network)",
+          nullable=True, cidr_prefix=(0, 32), in_code=True),
+))
+
+GPU_MODEL = Section("gpuModel", "An extra GPU model as HAMi registers it.", (
+    _integer_field("memoryMiB", "memory of one card in MiB", None, 1, INT32_MAX, required=True),
+    _integer_field("cores", "compute of one card in percent", None, 1, 100, required=True),
+    _integer_field("splitCount", "how many pods may share one card", None, 1, 1024, required=True),
+    Field("product", "string", "the card's product string; must contain NVIDIA", required=True,
+          checks=(Check(NVIDIA_PRODUCT, "{value!r} must contain 'NVIDIA': HAMi only registers NVIDIA "
+                                        "devices whose type says so"),)),
+))
+
+HAMI = Section("hami", "HAMi scheduler settings of one tenant.", (
+    Field("gpuSchedulerPolicy", "string", "how HAMi picks a card: binpack or spread",
+          default=_HAMI_DEFAULTS.gpu_scheduler_policy, enum=GPU_POLICIES),
+    Field("nodeSchedulerPolicy", "string", "how HAMi picks a node: binpack or spread",
+          default=_HAMI_DEFAULTS.node_scheduler_policy, enum=NODE_POLICIES),
+    Field("nodeLockTimeout", "string", "HAMi node-lock expiry, 1s..5m",
+          default=_HAMI_DEFAULTS.node_lock_timeout,
+          checks=(Check(DURATION_1S_TO_5M, "{value!r} must be a duration like '5s' or '1m', "
+                                           "between 1s and 5m"),)),
+    _integer_field("schedulerReplicas", "HAMi scheduler pods (leader-elected)",
+                   _HAMI_DEFAULTS.scheduler_replicas, 1, 3),
+))
+
+GPUS = Section("gpus", "The GPUs each worker of a tenant carries.", (
+    Field("model", "string", "GPU model: built-in A100-80GB or one of gpuModels", required=True),
+    _integer_field("perWorker", "cards per worker (HAMi sorts up to 12 cards stably)", 1, 1,
+                   MAX_CARDS_PER_NODE),
+    Field("mock", "boolean", "register mock cards (no hardware)", default=True),
+))
+
+QUOTA_LIMITS = Section("gpuQuota", "GPU quota of one namespace of the tenant cluster.", tuple(
+    _integer_field(key, description, None, 0, None) for key, description in (
+        ("limits.nvidia.com/gpumem", "GPU memory in MiB (HAMi enforces it)"),
+        ("limits.nvidia.com/gpucores", "GPU cores in percent (HAMi enforces it)"),
+        ("requests.nvidia.com/gpu", "cards (Kubernetes counts the extended resource)"))))
+assert QUOTA_LIMITS.keys == QUOTA_KEYS
+# The namespaces of a tenant's gpuQuotas.
+QUOTA_NAMESPACE = _dns_check(63)
+
+GPU_WORKLOAD = Section("gpuWorkload", "A GPU workload the tenant declares: every preview plans it on the "
+                       "tenant's cards as HAMi would, in declared order, replicas in turn.", (
+    Field("name", "string", "the workload's name (DNS-1123 label), unique in the tenant", required=True,
+          checks=(_dns_check(63),)),
+    _integer_field("replicas", "pods of this shape", 1, 1, MAX_REPLICAS),
+    _integer_field("gpu", "cards per pod (nvidia.com/gpu)", 1, 1, MAX_CARDS_PER_NODE),
+    Field("gpumem", "integer", "GPU memory per card in MiB (nvidia.com/gpumem); this or "
+          "gpumemPercentage", minimum=1, maximum=INT32_MAX, in_code=True),
+    Field("gpumemPercentage", "integer", "percent of each card's memory (nvidia.com/gpumem-percentage); "
+          "this or gpumem", minimum=1, maximum=100, in_code=True),
+    _integer_field("gpucores", "percent of each card's compute (nvidia.com/gpucores)", 0, 0, 100),
+    Field("type", "string", "card type the pods ask for (nvidia.com/use-gputype): part of the model's "
+          "product string", in_code=True),
+    Field("namespace", "string", "namespace of the tenant cluster the pods run in", default="default",
+          checks=(_dns_check(63),)),
+))
+
+GPU_CAPACITY = Section("gpuCapacity", "What a preview does when declared GPU workloads do not fit.", (
+    Field("enforcement", "string", "mandatory: the preview fails; warning: it warns and goes on",
+          default="mandatory", enum=ENFORCEMENTS),
+))
+
+TENANT = Section("tenant", "One tenant: its control plane, networks, workers and GPUs.", (
+    Field("name", "string", "DNS-1035 label: the namespace and TenantControlPlane name", required=True,
+          checks=(_dns_check(MAX_NAME_LENGTH),), reserved=RESERVED_NAMESPACES,
+          reserved_message="{value!r} is a namespace the management cluster uses"),
+    Field("kubernetesVersion", "string", f"v1.X.Y with X in {versions.TENANT_MIN_MINOR}.."
+          f"{versions.TENANT_MAX_MINOR} (Kamaji {versions.KAMAJI_IMAGE_TAG}); workers run "
+          "kindest/node:<this>",
+          required=True, checks=(
+              Check(K8S_VERSION_FORMAT, "{value!r} must look like v1.35.0 (the kindest/node and "
+                                        "registry.k8s.io/kube-scheduler tag format)"),
+              Check(K8S_VERSION_SUPPORTED, f"{{value!r}} is outside v1.{versions.TENANT_MIN_MINOR}-"
+                                           f"v1.{versions.TENANT_MAX_MINOR}, the range Kamaji "
+                                           f"{versions.KAMAJI_IMAGE_TAG} accepts"))),
+    _integer_field("controlPlaneReplicas", "API server pods", 1, 1, 5),
+    Field("podCidr", "string", "IPv4 pod CIDR, /8 to /22: one /24 per worker", required=True,
+          cidr_prefix=(8, 22)),
+    Field("serviceCidr", "string", "IPv4 service CIDR, /12 to /28", required=True, cidr_prefix=(12, 28)),
+    _integer_field("workers", "worker nodes, at most one per /24 of podCidr", 1, 0, names.MAX_WORKERS),
+    Field("gpus", "object", "the GPUs of each worker (none when absent)", nullable=True, ref=GPUS.name),
+    Field("hami", "object", "HAMi scheduler settings", nullable=True, ref=HAMI.name),
+    Field("gpuQuotas", "object", "namespace of the tenant cluster -> its GPU quota", nullable=True,
+          ref="gpuQuotas"),
+    Field("addressBlock", "integer", "which block of 128 worker addresses of the Docker network is this "
+          "tenant's (default: its position in tenants); create-only", minimum=0),
+    Field("gpuWorkloads", "array", "GPU workloads the tenant's teams will run: each preview says whether "
+          "they fit", nullable=True, ref=GPU_WORKLOAD.name),
+    Field("hosts", "array", "worker hosts joined over SSH (management mode existing), instead of workers",
+          nullable=True, ref=HOST.name),
+    Field("apiNodePort", "integer", "the API server's node port (management apiExposure NodePort)",
+          nullable=True, minimum=NODE_PORT_MIN, maximum=NODE_PORT_MAX),
+    Field("konnectivityNodePort", "integer", "Konnectivity's node port (management apiExposure NodePort)",
+          nullable=True, minimum=NODE_PORT_MIN, maximum=NODE_PORT_MAX),
+))
+
+REFERENCE_POD = Section("referencePod", "A reference GPU workload for the capacity outputs.", (
+    _integer_field("gpumem", "GPU memory per pod in MiB", _POD_DEFAULTS.gpumem, 1, INT32_MAX),
+    _integer_field("gpucores", "GPU cores per pod in percent", _POD_DEFAULTS.gpucores, 0, 100),
+    _integer_field("gpu", "cards per pod", _POD_DEFAULTS.gpu, 1, MAX_CARDS_PER_NODE),
+))
+
+# The stack config's own keys (each `kamaji-hami-platform:<key>` in Pulumi.<stack>.yaml). Other keys of
+# the project namespace are not read, so not refused either.
+ROOT = Section("config", "The platform's keys of a stack's config.", (
+    Field("management", "object", "the kind management cluster", nullable=True, ref=MANAGEMENT.name),
+    Field("tenants", "array", "the tenants, at least one", required=True, ref=TENANT.name),
+    Field("gpuModels", "object", "extra GPU models by name (A100-80GB is built in)", nullable=True,
+          ref="gpuModels"),
+    Field("referencePod", "object", "workload shape for the capacity outputs", nullable=True,
+          ref=REFERENCE_POD.name),
+    Field("gpuCapacity", "object", "what a preview does when declared GPU workloads do not fit",
+          nullable=True, ref=GPU_CAPACITY.name),
+    Field(MANAGEMENT_KUBECONFIG_KEY, "string", "secret: the existing management cluster's kubeconfig "
+          "(pulumi config set --secret managementKubeconfig < file)", nullable=True, ref="secret"),
+    Field(SSH_KEYS_KEY, "object", "secret: SSH private keys by name, for worker hosts and bastions "
+          "(pulumi config set --secret --path 'sshPrivateKeys.<name>' < key)", nullable=True,
+          ref=SSH_KEYS_KEY),
+))
+SECTIONS = (MANAGEMENT, GPU_MODEL, HAMI, GPUS, QUOTA_LIMITS, GPU_WORKLOAD, TENANT, REFERENCE_POD,
+            GPU_CAPACITY, ADDON, BASTION, HOST)
+CONFIG_KEYS = ROOT.keys
+
+# Rules the JSON Schema cannot express: they compare keys, or read a value as more than text.
+# The validator tags each problem they find (ConfigError.code_only); the schema lists them.
+CODE_ONLY_RULES: Mapping[str, str] = {
+    "overlap": "CIDRs must not overlap each other or kind's own pod and service CIDRs "
+               f"({MANAGEMENT_POD_CIDR}, {MANAGEMENT_SERVICE_CIDR}); the dockerSubnet neither",
+    "address-block": "each tenant's addressBlock is its own and inside management.dockerSubnet",
+    "duplicate-name": "tenant names are unique",
+    "generated-names": "every name generated from management.name and tenant names (containers, "
+                       "Secrets, Services) stays valid",
+    "node-ranges": "workers fit the pod CIDR: one /24 each",
+    "gpus-without-workers": "a tenant with gpus has at least one worker",
+    "gpu-model": "gpus.model is built in or defined in gpuModels",
+    "address-range": "management.metallbAddressRange is two IPv4 addresses, in order, inside the last "
+                     "quarter of management.dockerSubnet",
+    "cidr-value": "a CIDR has no host bits set, and a written-out mask (a.b.c.d/255.255.0.0) is a valid "
+                  "mask within the prefix bounds",
+    "workload-memory": "a GPU workload gives exactly one of gpumem and gpumemPercentage",
+    "workload-model": "a GPU workload fits a card of the tenant's model (memory, cards per worker, type) "
+                      "and its tenant has GPUs; workload names are unique in a tenant",
+    "integral-float": "integers are written without a fraction (2, not 2.0: JSON Schema cannot tell "
+                      "them apart)",
+    "mode": "what management.mode kind or existing needs (its kubeconfig, apiClientCidrs, "
+            "metallbAddressRange, nodePortAddress, node ports) and the keys of the other mode it refuses "
+            "(container workers or hosts, real GPUs, Docker settings)",
+    "worker-kind": "a tenant gives workers or hosts, not both",
+    "hosts": "a worker host's name and address are unique in the stack, and its private keys are in "
+             "sshPrivateKeys",
+    "secret": "managementKubeconfig and sshPrivateKeys are Pulumi secrets: a kubeconfig with a current "
+              "context, unencrypted private keys",
+}

@@ -1,0 +1,61 @@
+"""The wait for Kamaji's TenantControlPlane webhooks, before any tenant is created.
+
+Kamaji's TenantControlPlane webhooks fail closed (`failurePolicy: Fail`), and the controller
+reports Ready on a bare ping (clastix/kamaji 26.8.2-edge cmd/manager/cmd.go
+`AddReadyzCheck("readyz", healthz.Ping)`), so the Helm release can be "ready" before the webhook
+serves. The tenants' control planes wait until a server-side dry run of a TCP of the platform's
+own shape is accepted.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from kamaji_hami_platform import versions
+from kamaji_hami_platform.config import ManagementConfig, TenantConfig
+from kamaji_hami_platform.management.access import management_access
+from kamaji_hami_platform.management.render import KAMAJI_NAMESPACE
+from kamaji_hami_platform.tenant import control_plane as tcp_render
+
+WEBHOOK_PROBE_NAME = "platform-webhook-probe"
+WEBHOOK_WAIT = (60, 5)  # attempts, seconds between them: 5 minutes
+# A synthetic tenant whose TCP is only ever dry-run, never created.
+_PROBE_TENANT = TenantConfig(
+    name=WEBHOOK_PROBE_NAME, kubernetes_version=versions.KIND_NODE_VERSION,
+    control_plane_replicas=1, pod_cidr="10.36.0.0/16", service_cidr="10.37.0.0/16",
+    workers=0, gpus=None)
+
+
+def webhook_probe_manifest() -> str:
+    """A TCP rendered by the platform's own renderer, placed in kamaji-system (which exists
+    once Kamaji is installed); its server-side dry run passes both Kamaji webhooks."""
+    tcp = tcp_render.tenant_control_plane(_PROBE_TENANT)
+    tcp["metadata"] = {"name": WEBHOOK_PROBE_NAME, "namespace": KAMAJI_NAMESPACE}
+    return json.dumps(tcp, sort_keys=True, separators=(",", ":"))
+
+
+def kamaji_webhook_wait_script(management: ManagementConfig,
+                               attempts: int = WEBHOOK_WAIT[0], interval: int = WEBHOOK_WAIT[1]) -> str:
+    """Retry a server-side dry run of a TCP until Kamaji's webhooks accept it, or fail naming why."""
+    preamble, kube, hint = management_access(management)
+    probe = shlex.quote(webhook_probe_manifest())
+    bound = attempts * interval
+    check = (f"{hint} -n {KAMAJI_NAMESPACE} get pods,certificates;"
+             f" {hint} -n {KAMAJI_NAMESPACE} logs deploy/kamaji")
+    return f"""set -u
+{preamble}probe={probe}
+output=""
+for attempt in $(seq 1 {attempts}); do
+  if output=$(printf '%s' "$probe" \\
+      | {kube} create --dry-run=server -o name -f - 2>&1); then
+    echo "Kamaji's TenantControlPlane webhooks answer (server-side dry run accepted)"
+    exit 0
+  fi
+  sleep {interval}
+done
+echo "Kamaji's TenantControlPlane webhooks did not accept a dry-run TenantControlPlane" \\
+  "within {bound}s: $output" >&2
+echo "check: {check}" >&2
+exit 1
+"""

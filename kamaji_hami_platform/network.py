@@ -1,0 +1,84 @@
+"""The platform's Docker network as address arithmetic: which addresses are Docker's own, which
+are a tenant's workers', which are MetalLB's. Pure; the config's validator and the components
+both read it (the network itself is created by management/docker_network.py).
+
+Layout of the subnet, in quarters:
+
+    quarter 0      Docker's own dynamic addresses (`--ip-range`): the kind node, anything else
+    quarters 1-2   worker addresses: a block of 128 per tenant (`tenants[i].addressBlock`),
+                   worker i at the block's address 1 + i
+    quarter 3      MetalLB: by default the 51 addresses just below the broadcast address
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from kamaji_hami_platform import names
+
+BLOCK_SIZE = 128  # addresses per tenant: every worker it may have (names.MAX_WORKERS)
+MIN_PREFIX, MAX_PREFIX = 16, 24
+# The MetalLB range by default: 51 addresses just below the broadcast address (in quarter 3).
+_POOL_OFFSET_FROM_BROADCAST = (55, 5)
+
+
+@dataclass(frozen=True)
+class NetworkLayout:
+    """Where each kind of address of the platform's Docker network lives."""
+
+    subnet: ipaddress.IPv4Network
+
+    @property
+    def gateway(self) -> ipaddress.IPv4Address:
+        """The host's address on the network (Docker's default: the first one)."""
+        return self.subnet.network_address + 1
+
+    def _quarter(self, index: int) -> ipaddress.IPv4Network:
+        return list(self.subnet.subnets(prefixlen_diff=2))[index]
+
+    @property
+    def dynamic_range(self) -> ipaddress.IPv4Network:
+        return self._quarter(0)
+
+    @property
+    def worker_region(self) -> tuple[ipaddress.IPv4Address, ipaddress.IPv4Address]:
+        return self._quarter(1).network_address, self._quarter(2).broadcast_address
+
+    @property
+    def blocks(self) -> int:
+        """How many tenants can have worker addresses."""
+        return 2 * self._quarter(1).num_addresses // BLOCK_SIZE
+
+    @property
+    def pool_quarter(self) -> ipaddress.IPv4Network:
+        return self._quarter(3)
+
+    def block(self, index: int) -> tuple[ipaddress.IPv4Address, ipaddress.IPv4Address]:
+        """First and last worker address of the tenant with this `addressBlock`."""
+        if not 0 <= index < self.blocks:
+            raise ValueError(f"address block {index} is outside 0..{self.blocks - 1}")
+        start = self.worker_region[0] + index * BLOCK_SIZE
+        return start, start + BLOCK_SIZE - 1
+
+    def block_cidrs(self, index: int) -> list[str]:
+        """The block as CIDRs, for a NetworkPolicy's ipBlocks (one /25 where it is aligned)."""
+        return [str(net) for net in ipaddress.summarize_address_range(*self.block(index))]
+
+    def worker_address(self, block: int, index: int) -> str:
+        if not 0 <= index < names.MAX_WORKERS:
+            raise ValueError(f"worker index {index} is outside 0..{names.MAX_WORKERS - 1}")
+        return str(self.block(block)[0] + 1 + index)
+
+    def default_pool_range(self) -> str:
+        start, end = (self.subnet.broadcast_address - offset for offset in _POOL_OFFSET_FROM_BROADCAST)
+        return f"{start}-{end}"
+
+
+def layout(subnet: str) -> NetworkLayout:
+    return NetworkLayout(ipaddress.IPv4Network(subnet))
+
+
+def parse_range(value: str) -> tuple[ipaddress.IPv4Address, ipaddress.IPv4Address]:
+    first, last = (ipaddress.IPv4Address(part.strip()) for part in value.split("-"))
+    return first, last
