@@ -69,7 +69,7 @@ def test_ci_script_runs_the_readme_test_command():
 PREVIEWED_STACKS = ["dev", "ci"]
 
 
-def test_preview_workflow_previews_each_example_stack_with_the_policy_pack_and_comments():
+def test_preview_workflow_previews_each_example_stack_with_the_policy_pack():
     workflow = load("preview.yml")
     assert set(workflow["on"]) == {"pull_request"}
     strategy = workflow["jobs"]["preview"]["strategy"]
@@ -77,8 +77,11 @@ def test_preview_workflow_previews_each_example_stack_with_the_policy_pack_and_c
     assert all((ROOT / f"Pulumi.{stack}.yaml").is_file() for stack in PREVIEWED_STACKS)
     pulumi = action(workflow, "preview", "pulumi/actions@v7")["with"]
     assert pulumi["command"] == "preview" and pulumi["stack-name"] == "${{ matrix.stack }}"
-    assert pulumi["policyPacks"] == "policy" and pulumi["comment-on-pr"] is True
+    assert pulumi["policyPacks"] == "policy"
     assert pulumi["diff"] is True and pulumi["upsert"] is True
+    # A comment that must be trimmed loses the diff's front, not the closing tally.
+    assert pulumi["always-include-summary"] is True
+    # Same-repository pull requests comment; a fork's run gets a read-only token anyway.
     assert workflow["permissions"]["pull-requests"] == "write"
     commands = runs(workflow, "preview")
     assert "pip install -r requirements.txt" in commands
@@ -225,3 +228,4 @@ def test_the_capacity_step_run_as_github_would_on_a_shallow_checkout(tmp_path):
     dev_part, ci_part = summary.read_text().split("### GPU capacity: ci stack")
     assert "| tenant-a | share | 4 of 4 | 0 | 2 | 3 of 4 | 1 | 0 | ⚠ more refused, ⚠ less room |" in dev_part
     assert "The base branch has no Pulumi.ci.yaml (a new stack)" in ci_part
+
