@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -69,7 +70,8 @@ def test_ci_script_runs_the_readme_test_command():
 PREVIEWED_STACKS = ["dev", "ci"]
 
 
-def test_preview_workflow_previews_each_example_stack_with_the_policy_pack_and_comments():
+def test_preview_workflow_previews_each_example_stack_with_the_policy_pack():
+    """Where the preview goes (a PR comment, the job summary): the tests on forks, below."""
     workflow = load("preview.yml")
     assert set(workflow["on"]) == {"pull_request"}
     strategy = workflow["jobs"]["preview"]["strategy"]
@@ -77,8 +79,11 @@ def test_preview_workflow_previews_each_example_stack_with_the_policy_pack_and_c
     assert all((ROOT / f"Pulumi.{stack}.yaml").is_file() for stack in PREVIEWED_STACKS)
     pulumi = action(workflow, "preview", "pulumi/actions@v7")["with"]
     assert pulumi["command"] == "preview" and pulumi["stack-name"] == "${{ matrix.stack }}"
-    assert pulumi["policyPacks"] == "policy" and pulumi["comment-on-pr"] is True
+    assert pulumi["policyPacks"] == "policy"
     assert pulumi["diff"] is True and pulumi["upsert"] is True
+    # A comment that must be trimmed loses the diff's front, not the closing tally.
+    assert pulumi["always-include-summary"] is True
+    # Same-repository pull requests comment; a fork's run gets a read-only token anyway.
     assert workflow["permissions"]["pull-requests"] == "write"
     commands = runs(workflow, "preview")
     assert "pip install -r requirements.txt" in commands
@@ -225,3 +230,311 @@ def test_the_capacity_step_run_as_github_would_on_a_shallow_checkout(tmp_path):
     dev_part, ci_part = summary.read_text().split("### GPU capacity: ci stack")
     assert "| tenant-a | share | 4 of 4 | 0 | 2 | 3 of 4 | 1 | 0 | ⚠ more refused, ⚠ less room |" in dev_part
     assert "The base branch has no Pulumi.ci.yaml (a new stack)" in ci_part
+
+
+# A pull request from a fork: GitHub hands its `pull_request` run a read-only GITHUB_TOKEN, and
+# pulumi/actions fails its step when the comment is refused (pulumi/actions#926). The workflow asks
+# for the comment only on a same-repository pull request and writes the preview to the job summary
+# on every one. The `if:` and `${{ }}` expressions are evaluated below, as GitHub would, for each
+# kind of pull request, so the tests show which steps run and what the job's verdict is.
+
+_TOKENS = re.compile(r"\s*(?:('(?:[^']|'')*')|(==|!=|&&|\|\||[!().])|([A-Za-z_][\w-]*))")
+_STATUS_FUNCTIONS = re.compile(r"\b(?:success|failure|always|cancelled)\(")
+
+
+def _number(value) -> float:
+    """GitHub's coercion for `==` between different types: null 0, booleans 0/1, strings parsed."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return float(value or 0)
+    if isinstance(value, str):
+        try:
+            return float(value) if value.strip() else 0.0
+        except ValueError:
+            return math.nan
+    return math.nan
+
+
+def _equal(left, right) -> bool:
+    if isinstance(left, str) and isinstance(right, str):
+        return left.casefold() == right.casefold()  # GitHub ignores case when comparing strings
+    if type(left) is type(right):
+        return left == right
+    return _number(left) == _number(right)
+
+
+def _truthy(value) -> bool:
+    return not (value is None or value is False or value == "" or value == 0
+                or (isinstance(value, float) and math.isnan(value)))
+
+
+def evaluate(expression: str, context: dict, status: dict):
+    """The subset of GitHub's expression syntax that the workflows use: string literals, true,
+    false, null, property access on dicts (a missing key is null), the status functions, !, ==,
+    !=, && and || (which return an operand, as GitHub's do) and parentheses."""
+    tokens, pos = [], 0
+    expression = expression.strip()
+    while pos < len(expression):
+        match = _TOKENS.match(expression, pos)
+        assert match and match.end() > pos, f"cannot read {expression[pos:]!r}"
+        tokens.append(next(group for group in match.groups() if group is not None))
+        pos = match.end()
+    tokens.append("")
+
+    def take(expected=None):
+        token = tokens.pop(0)
+        assert expected is None or token == expected, f"{expected!r} expected, got {token!r}"
+        return token
+
+    def primary():
+        token = take()
+        if token == "(":
+            value = either()
+            take(")")
+            return value
+        if token.startswith("'"):
+            return token[1:-1].replace("''", "'")
+        if token in ("true", "false", "null"):
+            return {"true": True, "false": False, "null": None}[token]
+        if tokens[0] == "(":
+            take("(")
+            take(")")
+            return status[token]
+        value = context.get(token)
+        while tokens[0] == ".":
+            take(".")
+            name = take()
+            value = value.get(name) if isinstance(value, dict) else None
+        return value
+
+    def unary():
+        if tokens[0] == "!":
+            take()
+            return not _truthy(unary())
+        return primary()
+
+    def comparison():
+        value = unary()
+        while tokens[0] in ("==", "!="):
+            negated = take() == "!="
+            value = _equal(value, unary()) != negated
+        return value
+
+    def both():
+        value = comparison()
+        while tokens[0] == "&&":
+            take()
+            right = comparison()
+            value = right if _truthy(value) else value
+        return value
+
+    def either():
+        value = both()
+        while tokens[0] == "||":
+            take()
+            right = both()
+            value = value if _truthy(value) else right
+        return value
+
+    value = either()
+    assert tokens == [""], f"left over in {expression!r}: {tokens}"
+    return value
+
+
+def _unwrap(expression: str) -> str:
+    expression = expression.strip()
+    if expression.startswith("${{") and expression.endswith("}}"):
+        return expression[3:-2]
+    return expression
+
+
+def _as_input(value) -> str:
+    """What a `with:` value or an `${{ }}` in one becomes: the step receives a string."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def interpolate(text: str, context: dict, status: dict) -> str:
+    return re.sub(r"\$\{\{(.*?)\}\}", lambda m: _as_input(evaluate(m.group(1), context, status)), text)
+
+
+def simulate(workflow: dict, job: str, github: dict, outcomes: dict[str, str] | None = None):
+    """Run a job's steps as GitHub decides them: each step's `if:` (none is `success()`, and one
+    without a status function gets `success() && ...`), its `continue-on-error`, and its `with:`
+    inputs with their expressions evaluated. `outcomes` says how a step that runs ends (by id or
+    name; `success` otherwise). Returns {step: inputs} for the steps that ran, and the job's status."""
+    outcomes = outcomes or {}
+    steps_context, ran, failed = {}, {}, False
+    for step in steps(workflow, job):
+        key = step.get("id") or step.get("name") or step["uses"]
+        context = {"github": github, "steps": steps_context, "matrix": {"stack": "dev"},
+                   "runner": {"temp": "/runner/temp"}, "secrets": {"GITHUB_TOKEN": "***"}}
+        status = {"success": not failed, "failure": failed, "always": True, "cancelled": False}
+        condition = _unwrap(step.get("if", "success()"))
+        if not _STATUS_FUNCTIONS.search(condition):
+            condition = f"success() && ({condition})"
+        if not _truthy(evaluate(condition, context, status)):
+            steps_context[key] = {"outcome": "skipped", "conclusion": "skipped", "outputs": {}}
+            continue
+        outcome = outcomes.get(key, "success")
+        conclusion = "success" if step.get("continue-on-error") is True else outcome
+        failed = failed or conclusion == "failure"
+        steps_context[key] = {"outcome": outcome, "conclusion": conclusion, "outputs": {}}
+        ran[key] = {name: interpolate(_as_input(value), context, status)
+                    for name, value in step.get("with", {}).items()}
+    return ran, "failure" if failed else "success"
+
+
+REPOSITORY = "example-org/kamaji-hami-platform"
+
+
+def pull_request(head_repo: str | None, fork: bool | None = None) -> dict:
+    """The github context of a `pull_request` run; head_repo None: the fork has been deleted."""
+    head = None if head_repo is None else {
+        "full_name": head_repo, "fork": head_repo != REPOSITORY if fork is None else fork}
+    return {"repository": REPOSITORY, "event_name": "pull_request", "base_ref": "main",
+            "head_ref": "feature", "event": {"pull_request": {
+                "title": "x", "head": {"ref": "feature", "repo": head}, "base": {"ref": "main"}}}}
+
+
+SAME_REPOSITORY = pull_request(REPOSITORY)
+FORK = pull_request("someone/kamaji-hami-platform")
+SUMMARY_STEPS = ("summary", "Preview not in the job summary")
+CAPACITY = "GPU capacity, base against head (job summary)"
+
+
+@pytest.mark.parametrize(("expression", "expected"), [
+    ("'A/b' == 'a/B'", True), ("null == false", True), ("null == 'a/b'", False), ("'' == false", True),
+    ("!(true && 'x') || null", None), ("'it''s' != 'its'", True), ("a.b.c == null", True),
+    ("always() && a.b == 'x'", False)])
+def test_the_expression_evaluator_follows_githubs_documented_rules(expression, expected):
+    """Loose equality (types coerced to numbers, null 0), strings compared ignoring case, && and ||
+    returning an operand: the rules of GitHub's "Evaluate expressions" reference."""
+    assert evaluate(expression, {"a": {"b": None}}, {"always": True}) == expected
+
+
+@pytest.mark.parametrize(("github", "comments"), [
+    (SAME_REPOSITORY, "true"),
+    # GitHub compares strings ignoring case.
+    (pull_request(REPOSITORY.upper()), "true"),
+    # A repository that is itself a fork, on its own branch: its token can write. `head.repo.fork`
+    # is true there, which is why the condition reads full_name.
+    (pull_request(REPOSITORY, fork=True), "true"),
+    (FORK, "false"),
+    # A deleted fork: head.repo is null, and null == false holds in GitHub's loose equality.
+    (pull_request(None), "false"),
+], ids=["same-repository", "same-repository-other-case", "repository-that-is-a-fork", "fork",
+        "deleted-fork"])
+def test_the_pr_comment_is_asked_for_only_on_a_same_repository_pull_request(github, comments):
+    workflow = load("preview.yml")
+    ran, status = simulate(workflow, "preview", github)
+    assert ran["preview"]["comment-on-pr"] == comments and status == "success"
+    assert action(workflow, "preview", "pulumi/actions@v7")["with"]["comment-on-pr"] == (
+        "${{ github.event.pull_request.head.repo.full_name == github.repository }}")
+    # Nothing else comments: no second pulumi/actions step, no PR number, no gh or API call.
+    text = (WORKFLOWS / "preview.yml").read_text()
+    assert text.count("comment-on-pr") == 1 and "gh pr " not in text and "api.github.com" not in text
+    assert "comment-on-summary" not in text.replace("`comment-on-summary`", "")
+
+
+@pytest.mark.parametrize("github", [SAME_REPOSITORY, FORK], ids=["same-repository", "fork"])
+@pytest.mark.parametrize(("outcomes", "status", "fallback"), [
+    ({}, "success", False),
+    # A policy violation: pulumi/actions fails the step, and the job with it.
+    ({"preview": "failure"}, "failure", False),
+    # A preview too large for one env value: the summary step cannot start; the job stays green.
+    ({"summary": "failure"}, "success", True),
+    ({"preview": "failure", "summary": "failure"}, "failure", True),
+], ids=["passes", "preview-fails", "summary-fails", "both-fail"])
+def test_every_pull_request_gets_the_summary_and_only_the_preview_decides_the_job(
+        github, outcomes, status, fallback):
+    ran, job = simulate(load("preview.yml"), "preview", github, outcomes)
+    assert job == status
+    assert "preview" in ran and "summary" in ran and CAPACITY in ran
+    assert (SUMMARY_STEPS[1] in ran) is fallback
+
+
+def test_the_preview_step_is_never_continue_on_error_and_the_summary_step_always_runs():
+    workflow = load("preview.yml")
+    preview = action(workflow, "preview", "pulumi/actions@v7")
+    assert preview["id"] == "preview" and "if" not in preview
+    assert "continue-on-error" not in preview and "continue-on-error" not in preview["with"]
+    summary = next(s for s in steps(workflow, "preview") if s.get("id") == "summary")
+    assert summary["if"] == "always()" and summary["continue-on-error"] is True
+    assert summary["env"]["PREVIEW"] == "${{ steps.preview.outputs.output }}"
+    assert summary["env"]["OUTCOME"] == "${{ steps.preview.outcome }}"
+    assert '>> "$GITHUB_STEP_SUMMARY"' in summary["run"]
+    fallback = next(s for s in steps(workflow, "preview") if s.get("name") == SUMMARY_STEPS[1])
+    assert fallback["if"] == "always() && steps.summary.outcome == 'failure'"
+    order = [s.get("id") or s.get("name") for s in steps(workflow, "preview")]
+    assert order.index("preview") < order.index("summary") < order.index(SUMMARY_STEPS[1])
+
+
+def test_no_expression_is_spliced_into_a_run_script():
+    """`${{ }}` inside `run:` is pasted into the script before bash reads it: a branch name, a PR
+    title or the preview's text (a fork writes both) would be code. They come in through env."""
+    for path in sorted(WORKFLOWS.glob("*.yml")):
+        for name, job in load(path.name)["jobs"].items():
+            for step in job["steps"]:
+                assert "${{" not in step.get("run", ""), f"{path.name} {name}: {step.get('name')}"
+    untrusted = re.compile(r"github\.head_ref|pull_request\.(title|body|head\.ref|head\.label)"
+                           r"|steps\.\w+\.outputs")
+    for step in steps(load("preview.yml"), "preview"):
+        for key, value in step.items():
+            if key != "env" and isinstance(value, str):
+                assert not untrusted.search(value), (step.get("name"), key)
+
+
+def _summary_step(name: str) -> dict:
+    (step,) = [s for s in steps(load("preview.yml"), "preview") if name in (s.get("id"), s.get("name"))]
+    return step
+
+
+def _run_step(step: dict, tmp_path: Path, **env: str) -> str:
+    summary = tmp_path / "summary.md"
+    summary.unlink(missing_ok=True)
+    done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+                          cwd=tmp_path, capture_output=True, text=True,
+                          env={"PATH": os.environ["PATH"], "GITHUB_STEP_SUMMARY": str(summary), **env})
+    assert done.returncode == 0, done.stderr
+    return summary.read_text()
+
+
+HOSTILE_PREVIEW = (
+    "Previewing update (dev):\n"
+    "    + kubernetes:core/v1:ConfigMap: (create)\n"
+    "        data: \"````\\n```\\n# Heading $(touch pwned) `touch pwned2` </code></pre> <img src=x>\"\n"
+    "```\n"
+    "   ``````\n"
+    "\x1b[1mResources:\x1b[0m\n"
+    "    + 3 to create\n")
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_the_summary_fences_the_preview_text_so_nothing_in_it_breaks_out(tmp_path):
+    """The step's script as GitHub runs it (bash -e, pipefail), on a preview whose text holds
+    backtick runs of 3, 4 and 6, HTML and command substitutions: the text lands verbatim
+    (colour codes out) between fences longer than any backtick run in it, and nothing runs."""
+    written = _run_step(_summary_step("summary"), tmp_path, PREVIEW=HOSTILE_PREVIEW,
+                        OUTCOME="success", STACK="dev")
+    heading, opening, *body, closing, end = written.split("\n")
+    assert heading == "### Pulumi preview: dev stack" and end == ""
+    fence = closing
+    assert set(fence) == {"`"} and opening == f"{fence} text"
+    text = HOSTILE_PREVIEW.replace("\x1b[1m", "").replace("\x1b[0m", "")
+    assert "\n".join(body) == text.rstrip("\n")
+    assert len(fence) > max(len(run) for run in re.findall(r"`+", text))
+    # CommonMark closes a backtick fence only on a line of at least as many backticks: none has.
+    assert not any(fence in line for line in body)
+    assert not list(tmp_path.glob("pwned*"))
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_the_summary_says_where_the_report_is_when_there_is_no_preview_text(tmp_path):
+    """After a failed preview pulumi/actions sets no `output`; a preview too large for env stops
+    the summary step, and the next step says so."""
+    written = _run_step(_summary_step("summary"), tmp_path, PREVIEW="", OUTCOME="failure", STACK="ci")
+    assert written == ("### Pulumi preview: ci stack\n"
+                       "No preview text here (the preview step's outcome: failure): see the job's log.\n")
+    written = _run_step(_summary_step(SUMMARY_STEPS[1]), tmp_path, STACK="dev")
+    assert written.startswith("Pulumi preview, dev stack: not written here") and "log" in written
