@@ -26,6 +26,9 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_command import local
 
+from kamaji_hami_platform.shell_templates import Text
+from kamaji_hami_platform.shell_templates import render as render_script
+
 GUARD_VALUE_ENV = "SETTING_VALUE"
 
 
@@ -44,8 +47,8 @@ def guard_name(owner: str, key: str) -> str:
 
 def guard_script(setting: CreateOnlySetting, way_out: str) -> str:
     """What the guard prints on create: the setting, its value, why it is fixed, the way out."""
-    return (f'echo "{setting.path}=${{{GUARD_VALUE_ENV}}} is create-only: {setting.reason}. '
-            f'To change it: {way_out}."\n')
+    return render_script("kamaji_hami_platform", "create_only_guard.sh", path=Text(setting.path),
+                         value_env=Text(GUARD_VALUE_ENV), reason=Text(setting.reason), way_out=Text(way_out))
 
 
 def create_only_guards(owner: str, settings: Sequence[CreateOnlySetting],

@@ -27,29 +27,19 @@ import hashlib
 import json
 from collections.abc import Mapping
 
+from kamaji_hami_platform.shell_templates import Shell, Text
+from kamaji_hami_platform.shell_templates import render as render_script
+
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 SNAPSHOTTER_VARIABLE = "KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER"
 # Read by the worker's create script: the flags the host needs (this module's command's output).
 HOST_FLAGS_ENV = "KHP_HOST_FLAGS"
+_PACKAGE = "kamaji_hami_platform.management"
 
 
 def host_flags_script() -> str:
     """Print the extra `docker run` flags this Docker host needs, on one line (maybe empty)."""
-    return r"""set -eu
-if ! security=$(docker info --format '{{json .SecurityOptions}}' 2>&1); then
-  echo "cannot ask Docker about this host (is Docker running?): $security" >&2; exit 1
-fi
-driver=$(docker info --format '{{.Driver}}' | tr '[:upper:]' '[:lower:]')
-backing=$(docker info --format '{{json .DriverStatus}}' | tr '[:upper:]' '[:lower:]')
-flags=""
-filesystem=$(printf '%s' "$backing" | sed -n 's/.*"backing filesystem","\([a-z0-9]*\)".*/\1/p')
-case "$driver:$filesystem" in
-  btrfs:*|zfs:*|devicemapper:*|*:btrfs|*:zfs|*:xfs) flags="$flags --volume /dev/mapper:/dev/mapper" ;;
-esac
-case "$security" in *name=userns*) flags="$flags --userns=host" ;; esac
-case "$security" in *name=rootless*) flags="$flags --device /dev/fuse" ;; esac
-echo "${flags# }"
-"""
+    return render_script(_PACKAGE, "docker_host_flags.sh")
 
 
 def proxy_settings(environment: Mapping[str, str]) -> dict[str, str]:
@@ -73,20 +63,10 @@ def environment_digest(environment: Mapping[str, str]) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def proxy_script(no_proxy_extra: list[str]) -> str:
+def proxy_script(no_proxy_extra: list[str]) -> Shell:
     """Shell that sets $proxy_flags: `-e NAME` (both cases, as kind) for each proxy variable
     set, when any is, NO_PROXY then extended with the worker's own networks; plus the
     snapshotter variable, always, as kind passes it."""
-    extra = ",".join(no_proxy_extra)
-    return f"""proxy_flags="-e {SNAPSHOTTER_VARIABLE}"
-HTTP_PROXY=${{HTTP_PROXY:-${{http_proxy:-}}}}; HTTPS_PROXY=${{HTTPS_PROXY:-${{https_proxy:-}}}}
-NO_PROXY=${{NO_PROXY:-${{no_proxy:-}}}}
-if [ -n "$HTTP_PROXY$HTTPS_PROXY$NO_PROXY" ]; then
-  NO_PROXY="${{NO_PROXY:+$NO_PROXY,}}{extra}"
-  http_proxy=$HTTP_PROXY; https_proxy=$HTTPS_PROXY; no_proxy=$NO_PROXY
-  export HTTP_PROXY HTTPS_PROXY NO_PROXY http_proxy https_proxy no_proxy
-  [ -z "$HTTP_PROXY" ] || proxy_flags="$proxy_flags -e HTTP_PROXY -e http_proxy"
-  [ -z "$HTTPS_PROXY" ] || proxy_flags="$proxy_flags -e HTTPS_PROXY -e https_proxy"
-  proxy_flags="$proxy_flags -e NO_PROXY -e no_proxy"
-fi
-"""
+    return Shell(render_script(_PACKAGE, "docker_proxy_flags.sh",
+                               snapshotter_variable=Text(SNAPSHOTTER_VARIABLE),
+                               no_proxy_extra=Text(",".join(no_proxy_extra))))

@@ -14,12 +14,16 @@ from pathlib import Path
 import yaml
 
 from kamaji_hami_platform.config import ManagementConfig
+from kamaji_hami_platform.management.access import private_kubeconfig
 from kamaji_hami_platform.management.render import CERT_MANAGER_NAMESPACE, KAMAJI_NAMESPACE
+from kamaji_hami_platform.shell_templates import Shell, Text
+from kamaji_hami_platform.shell_templates import render as render_script
 
 DEFAULT_KUBECONFIG = "~/.kube/config"
 # What Kamaji's chart needs of cert-manager (its webhook Certificate and Issuer).
 CERT_MANAGER_CRDS = ("certificates.cert-manager.io", "issuers.cert-manager.io")
 REQUEST_TIMEOUT = "30s"
+_PACKAGE = "kamaji_hami_platform.management"
 
 
 def kubeconfig_path(management: ManagementConfig, environ: Mapping[str, str]) -> Path:
@@ -93,23 +97,11 @@ def read_context_kubeconfig(management: ManagementConfig, environ: Mapping[str, 
 def cluster_check_script(management: ManagementConfig, kubeconfig_env: str) -> str:
     """Before anything is installed: the cluster answers with the kubeconfig given (in
     $kubeconfig_env), and cert-manager is there when the platform is told not to install it."""
-    bounded = f'kubectl --kubeconfig "$kc" --request-timeout={REQUEST_TIMEOUT}'
-    crds = " ".join(shlex.quote(crd) for crd in CERT_MANAGER_CRDS)
-    cert_manager = "" if management.install_cert_manager else f"""
-if ! out=$({bounded} get crd {crds} -o name 2>&1); then
-  echo "management.certManager.install is false, but cert-manager is not installed on the cluster" \\
-    "(Kamaji's chart needs it in {CERT_MANAGER_NAMESPACE}): $out" >&2
-  exit 1
-fi
-echo "cert-manager is installed"
-"""
-    return f"""set -u
-kc=$(umask 077; mktemp)
-trap 'rm -f "$kc"' EXIT
-printf '%s' "${kubeconfig_env}" > "$kc"
-if ! out=$({bounded} get --raw /version 2>&1); then
-  echo "cannot reach the management cluster with the stack's kubeconfig: $out" >&2
-  exit 1
-fi
-echo "management cluster reached; Kamaji goes to {KAMAJI_NAMESPACE}"
-{cert_manager}"""
+    kubectl = Shell(f'kubectl --kubeconfig "$kc" --request-timeout={REQUEST_TIMEOUT}')
+    cert_manager = Shell("") if management.install_cert_manager else Shell(render_script(
+        _PACKAGE, "cluster_check_cert_manager.sh", kubectl=kubectl,
+        crds=Shell(" ".join(shlex.quote(crd) for crd in CERT_MANAGER_CRDS)),
+        cert_manager_namespace=Text(CERT_MANAGER_NAMESPACE)))
+    return render_script(_PACKAGE, "cluster_check.sh", kubeconfig=private_kubeconfig(kubeconfig_env, "kc"),
+                         kubectl=kubectl, kamaji_namespace=Text(KAMAJI_NAMESPACE),
+                         cert_manager_check=cert_manager)

@@ -15,16 +15,18 @@ project directory, where the engine starts providers).
 
 from __future__ import annotations
 
-import shlex
 import subprocess
 import sys
 
 from kamaji_hami_platform import versions
+from kamaji_hami_platform.shell_templates import Shell, Text
+from kamaji_hami_platform.shell_templates import render as render_script
 from kamaji_hami_platform.versions import ChartSource
 
 CACHE_DIR = ".charts"
 VERIFIED_MARKER = ".verified"
 FETCH_TIMEOUT_SECONDS = 600
+_PACKAGE = "kamaji_hami_platform.management"
 
 
 def chart_dir(kamaji: ChartSource = versions.KAMAJI_CHART_SOURCE,
@@ -34,68 +36,25 @@ def chart_dir(kamaji: ChartSource = versions.KAMAJI_CHART_SOURCE,
     return f"{CACHE_DIR}/{kamaji.name}-{kamaji.tag}-{kamaji.digest[:12]}-{etcd.digest[:12]}"
 
 
-def _digest_function() -> str:
-    return """tree_digest() {
-  (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum | cut -d' ' -f1
-}
-"""
-
-
-def _download_function() -> str:
-    return """download() {
-  if command -v curl >/dev/null 2>&1; then
-    curl -fsSL --retry 3 --connect-timeout 20 -o "$2" "$1"
-  elif command -v wget >/dev/null 2>&1; then
-    wget -q -T 20 -t 3 -O "$2" "$1"
-  else
-    echo "neither curl nor wget is installed: the Kamaji chart cannot be fetched" >&2; return 1
-  fi
-}
-"""
-
-
-def _take(source: ChartSource, into: str) -> str:
-    """Shell: download the tag's archive, keep the chart's folder in `into`, check its digest."""
-    unpacked = f'"$tmp/unpacked-{source.name}"'
-    # The whole archive, then the chart's folder moved out: GNU and BSD tar alike (no --wildcards).
-    return f"""echo "fetching {source.name} from {source.repository}@{source.tag}" >&2
-download {shlex.quote(source.archive_url)} "$tmp/{source.name}.tar.gz" || {{
-  echo "cannot download {source.archive_url}; on a host without access, put the verified chart at" \\
-    "$dir (make kamaji-chart on a host with access, then copy the folder)" >&2; exit 1; }}
-mkdir -p {unpacked}
-tar -xzf "$tmp/{source.name}.tar.gz" -C {unpacked}
-set -- {unpacked}/*/{source.path}
-if [ ! -d "$1" ]; then
-  echo "the archive of {source.repository}@{source.tag} has no {source.path}: refused." >&2; exit 1
-fi
-mkdir -p "$(dirname {into})"
-mv "$1" {into}
-found=$(tree_digest {into})
-if [ "$found" != {source.digest} ]; then
-  echo "the {source.name} chart of {source.repository}@{source.tag} ({source.path}) has content digest" \\
-    "$found, but the platform pins {source.digest} (kamaji_hami_platform/versions.py): refused." >&2
-  echo "If you moved to another tag on purpose, review its chart and put that digest in" \\
-    "versions.py; otherwise the tag's content changed and must not be installed." >&2
-  exit 1
-fi
-"""
+def _take(source: ChartSource, into: str) -> Shell:
+    """Shell: download the tag's archive, keep the chart's folder at "$tmp/<into>", check its digest.
+    The whole archive is unpacked, then the chart's folder moved out: GNU and BSD tar alike (no
+    --wildcards)."""
+    return Shell(render_script(
+        _PACKAGE, "kamaji_chart_take.sh", name=Text(source.name),
+        source=Text(f"{source.repository}@{source.tag}"), archive_url=source.archive_url,
+        archive_url_text=Text(source.archive_url), path=Text(source.path), into=Text(into),
+        digest=Text(source.digest)))
 
 
 def fetch_script(kamaji: ChartSource = versions.KAMAJI_CHART_SOURCE,
                  etcd: ChartSource = versions.KAMAJI_ETCD_CHART_SOURCE) -> str:
     """Fetch, verify and assemble the chart (once: a verified folder is reused); print its path."""
-    target = chart_dir(kamaji, etcd)
-    return f"""set -eu
-dir={shlex.quote(target)}
-if [ -f "$dir/{VERIFIED_MARKER}" ]; then echo "$dir"; exit 0; fi
-{_digest_function()}{_download_function()}tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-{_take(kamaji, '"$tmp/chart"')}{_take(etcd, f'"$tmp/chart/charts/{etcd.name}"')}\
-echo "{kamaji.digest} {etcd.digest}" > "$tmp/chart/{VERIFIED_MARKER}"
-mkdir -p {CACHE_DIR}
-rm -rf "$dir" && mv "$tmp/chart" "$dir"
-echo "$dir"
-"""
+    return render_script(
+        _PACKAGE, "kamaji_chart_fetch.sh", dir=chart_dir(kamaji, etcd),
+        verified_marker=Text(VERIFIED_MARKER),
+        take_kamaji=_take(kamaji, "chart"), take_etcd=_take(etcd, f"chart/charts/{etcd.name}"),
+        kamaji_digest=Text(kamaji.digest), etcd_digest=Text(etcd.digest), cache_dir=CACHE_DIR)
 
 
 def main() -> int:

@@ -10,15 +10,17 @@ own shape is accepted.
 from __future__ import annotations
 
 import json
-import shlex
 
 from kamaji_hami_platform import versions
 from kamaji_hami_platform.config import ManagementConfig, TenantConfig
 from kamaji_hami_platform.management.access import management_access
 from kamaji_hami_platform.management.render import KAMAJI_NAMESPACE
+from kamaji_hami_platform.shell_templates import Shell
+from kamaji_hami_platform.shell_templates import render as render_script
 from kamaji_hami_platform.tenant import control_plane as tcp_render
 
 WEBHOOK_PROBE_NAME = "platform-webhook-probe"
+_PACKAGE = "kamaji_hami_platform.management"
 WEBHOOK_WAIT = (60, 5)  # attempts, seconds between them: 5 minutes
 # A synthetic tenant whose TCP is only ever dry-run, never created.
 _PROBE_TENANT = TenantConfig(
@@ -39,23 +41,9 @@ def kamaji_webhook_wait_script(management: ManagementConfig,
                                attempts: int = WEBHOOK_WAIT[0], interval: int = WEBHOOK_WAIT[1]) -> str:
     """Retry a server-side dry run of a TCP until Kamaji's webhooks accept it, or fail naming why."""
     preamble, kube, hint = management_access(management)
-    probe = shlex.quote(webhook_probe_manifest())
-    bound = attempts * interval
     check = (f"{hint} -n {KAMAJI_NAMESPACE} get pods,certificates;"
              f" {hint} -n {KAMAJI_NAMESPACE} logs deploy/kamaji")
-    return f"""set -u
-{preamble}probe={probe}
-output=""
-for attempt in $(seq 1 {attempts}); do
-  if output=$(printf '%s' "$probe" \\
-      | {kube} create --dry-run=server -o name -f - 2>&1); then
-    echo "Kamaji's TenantControlPlane webhooks answer (server-side dry run accepted)"
-    exit 0
-  fi
-  sleep {interval}
-done
-echo "Kamaji's TenantControlPlane webhooks did not accept a dry-run TenantControlPlane" \\
-  "within {bound}s: $output" >&2
-echo "check: {check}" >&2
-exit 1
-"""
+    # The hint is a command line for the user, shown inside the message's double quotes.
+    return render_script(_PACKAGE, "kamaji_webhook_wait.sh", access=preamble, probe=webhook_probe_manifest(),
+                         attempts=attempts, interval=interval, kubectl=kube, bound=attempts * interval,
+                         check=Shell(check))

@@ -14,34 +14,24 @@ kindnet is rendered without them (kamaji_hami_platform/tenant/addons.py).
 from __future__ import annotations
 
 import json
-import shlex
 
 from kamaji_hami_platform.config import ManagementConfig
 from kamaji_hami_platform.management.access import KIND_NODE_KUBECTL
 from kamaji_hami_platform.management.render import control_plane_container
+from kamaji_hami_platform.shell_templates import Shell, Text
+from kamaji_hami_platform.shell_templates import render as render_script
 
 KINDNET_DAEMONSET = "kindnet"
 KINDNET_CONTAINER = "kindnet-cni"  # the DaemonSet's only container (const_cni.go)
 ROLLOUT_TIMEOUT = "180s"
+_PACKAGE = "kamaji_hami_platform.management"
 REMOVE_LIMITS = json.dumps([{"op": "remove", "path": "/spec/template/spec/containers/0/resources/limits"}])
 
 
 def remove_limits_script(management: ManagementConfig) -> str:
     """Remove kindnet's limits (when it still has them) and wait for the rolled pods."""
-    node = shlex.quote(control_plane_container(management))
-    kubectl = f'docker exec "$node" {KIND_NODE_KUBECTL} -n kube-system'
-    first = "{.spec.template.spec.containers[0]"
-    return f"""set -eu
-node={node}
-container=$({kubectl} get daemonset {KINDNET_DAEMONSET} -o jsonpath='{first}.name}}')
-if [ "$container" != {KINDNET_CONTAINER} ]; then
-  echo "kube-system/{KINDNET_DAEMONSET} in the kind cluster does not run {KINDNET_CONTAINER} first" \\
-    "(found '$container'): not the kindnet of the pinned node image; nothing changed" >&2
-  exit 1
-fi
-limits=$({kubectl} get daemonset {KINDNET_DAEMONSET} -o jsonpath='{first}.resources.limits}}')
-if [ -z "$limits" ]; then echo "kindnet runs without limits"; exit 0; fi
-{kubectl} patch daemonset {KINDNET_DAEMONSET} --type json -p {shlex.quote(REMOVE_LIMITS)} >/dev/null
-{kubectl} rollout status daemonset {KINDNET_DAEMONSET} --timeout={ROLLOUT_TIMEOUT} >/dev/null
-echo "kindnet limits removed ($limits), pods rolled"
-"""
+    return render_script(
+        _PACKAGE, "kindnet_limits.sh", node=control_plane_container(management),
+        kubectl=Shell(f'docker exec "$node" {KIND_NODE_KUBECTL} -n kube-system'),
+        daemonset=Text(KINDNET_DAEMONSET), container=Text(KINDNET_CONTAINER), patch=REMOVE_LIMITS,
+        rollout_timeout=Text(ROLLOUT_TIMEOUT))

@@ -14,6 +14,8 @@ import yaml
 from kamaji_hami_platform import names, versions
 from kamaji_hami_platform.config import MANAGEMENT_POD_CIDR, MANAGEMENT_SERVICE_CIDR, ManagementConfig
 from kamaji_hami_platform.create_only_guards import CreateOnlySetting
+from kamaji_hami_platform.shell_templates import Shell, Text
+from kamaji_hami_platform.shell_templates import render as render_script
 
 CERT_MANAGER_NAMESPACE = "cert-manager"
 METALLB_NAMESPACE = "metallb-system"
@@ -25,9 +27,9 @@ KAMAJI_RELEASE = "kamaji"
 METALLB_POOL_NAME = "kind-pool"
 METALLB_API_VERSION = "metallb.io/v1beta1"
 KIND_NETWORK_ENV = "KIND_EXPERIMENTAL_DOCKER_NETWORK"
-_NODE_NETWORKS_FORMAT = shlex.quote("{{ range $name, $e := .NetworkSettings.Networks }}{{ $name }} {{ end }}")
 # Private folder (git-ignored) for the kubeconfig `kind create` writes.
 KIND_KUBECONFIG_DIR = ".kind"
+_PACKAGE = "kamaji_hami_platform.management"
 
 
 
@@ -51,79 +53,37 @@ def kind_kubeconfig_path(management: ManagementConfig) -> str:
     return f"{KIND_KUBECONFIG_DIR}/{management.name}.kubeconfig"
 
 
-def _list_clusters_or_fail(action: str) -> str:
+def _list_clusters_or_fail(action: str) -> Shell:
     """`kind get clusters` into $clusters; a Docker failure stops the script.
 
     Without this, `kind get clusters | grep` reads a Docker error as "no such
     cluster" (the pipeline's status is grep's): a delete would report "already
     gone" and leave the cluster running.
     """
-    return (
-        "if ! clusters=$(kind get clusters 2>&1); then\n"
-        f"  printf 'cannot list kind clusters (is Docker running?); nothing {action}: %s\\n' "
-        '"$clusters" >&2\n'
-        "  exit 1\n"
-        "fi\n"
-    )
+    return Shell(render_script(_PACKAGE, "kind_clusters.sh", action=Text(action)))
 
 
-def _node_on_network(management: ManagementConfig) -> str:
-    """Fail unless the kind node is attached to the platform's network.
+def kind_create_script(management: ManagementConfig) -> str:
+    """Create the kind cluster unless it exists (the config arrives on stdin), then fail unless its
+    node is attached to the platform's network.
 
     kind takes the network from KIND_EXPERIMENTAL_DOCKER_NETWORK, a variable it calls
     unsupported ("Here be dragons", kind v0.31.0 pkg/cluster/internal/providers/docker/
     provider.go): a kind release that ignores it would put the node on `kind`, where workers
     and MetalLB addresses are not, and the failure would surface far from its cause."""
-    node = shlex.quote(control_plane_container(management))
-    network = management.docker_network
-    return (
-        f"if ! networks=$(docker container inspect --format {_NODE_NETWORKS_FORMAT} {node} 2>&1); then\n"
-        f"  echo \"cannot inspect the kind node {node}: $networks\" >&2; exit 1\n"
-        "fi\n"
-        "networks=$(echo $networks)\n"
-        f"case \" $networks \" in *' {network} '*) ;; *)\n"
-        f"  echo \"the kind node {node} is on Docker network(s) $networks, not {network}: this kind\" \\\n"
-        f"    \"release ignores {KIND_NETWORK_ENV}. Delete it\" \\\n"
-        f"    \"(kind delete cluster --name {management.name}),\" \\\n"
-        f"    \"install kind {versions.KIND_CLI_VERSION} and run make up again.\" >&2\n"
-        "  exit 1 ;;\n"
-        "esac\n"
-    )
-
-
-def kind_create_script(management: ManagementConfig) -> str:
-    """Create the kind cluster unless it exists (the config arrives on stdin), then check that
-    its node is on the platform's network."""
-    name = shlex.quote(management.name)
-    kubeconfig = shlex.quote(kind_kubeconfig_path(management))
-    return (
-        "set -eu\n"
-        + _list_clusters_or_fail("created")
-        + f"if printf '%s\\n' \"$clusters\" | grep -qx {name}; then\n"
-        f"  echo 'kind cluster {management.name} already exists'\n"
-        "else\n"
-        f"  umask 077; mkdir -p {KIND_KUBECONFIG_DIR}\n"
-        f"  kind create cluster --name {name} --config - --kubeconfig {kubeconfig} --wait 120s\n"
-        "fi\n"
-        + _node_on_network(management)
-    )
+    return render_script(
+        _PACKAGE, "kind_create.sh", list_clusters=_list_clusters_or_fail("created"),
+        cluster=Text(management.name), kubeconfig_dir=KIND_KUBECONFIG_DIR,
+        kubeconfig=kind_kubeconfig_path(management), node=Text(control_plane_container(management)),
+        network=Text(management.docker_network), network_env=Text(KIND_NETWORK_ENV),
+        kind_version=Text(versions.KIND_CLI_VERSION))
 
 
 def kind_delete_script(management: ManagementConfig) -> str:
     """Delete the kind cluster and its private kubeconfig; a cluster already gone is fine,
     a Docker that does not answer is an error (nothing is deleted then)."""
-    name = shlex.quote(management.name)
-    kubeconfig = shlex.quote(kind_kubeconfig_path(management))
-    return (
-        "set -eu\n"
-        + _list_clusters_or_fail("deleted")
-        + f"if printf '%s\\n' \"$clusters\" | grep -qx {name}; then\n"
-        f"  kind delete cluster --name {name} --kubeconfig {kubeconfig}\n"
-        "else\n"
-        f"  echo 'kind cluster {management.name} is already gone'\n"
-        "fi\n"
-        f"rm -f {kubeconfig}\n"
-    )
+    return render_script(_PACKAGE, "kind_delete.sh", list_clusters=_list_clusters_or_fail("deleted"),
+                         cluster=Text(management.name), kubeconfig=kind_kubeconfig_path(management))
 
 
 def kind_kubeconfig_command(management: ManagementConfig) -> str:

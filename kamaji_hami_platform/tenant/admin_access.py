@@ -11,31 +11,27 @@ node over stdin.
 
 from __future__ import annotations
 
-import shlex
-
 from kamaji_hami_platform.config import ManagementConfig, TenantConfig
 from kamaji_hami_platform.management.access import management_access, private_kubeconfig
 from kamaji_hami_platform.management.render import KAMAJI_NAMESPACE, control_plane_container
+from kamaji_hami_platform.shell_templates import Shell, Text
+from kamaji_hami_platform.shell_templates import render as render_script
 from kamaji_hami_platform.tenant.node_join import KUBECONFIG_ENV
 
 ADMIN_ACCESS_WAIT = (90, 2)  # 3 minutes; Kamaji's e2e allows 1
+_PACKAGE = "kamaji_hami_platform.tenant"
 
 
-def _tenant_access(tenant: TenantConfig, management: ManagementConfig) -> tuple[str, str]:
+def _tenant_access(tenant: TenantConfig, management: ManagementConfig) -> tuple[Shell, Shell]:
     """(preamble, kubectl): access to the tenant with its admin kubeconfig ($TENANT_KUBECONFIG).
     kind: copied into the kind node over stdin (removed at exit), and its kubectl. existing: a
     private temporary file for this host's kubectl."""
     if not management.is_kind:
-        return private_kubeconfig(KUBECONFIG_ENV, "tenant_kc"), 'kubectl --kubeconfig "$tenant_kc"'
-    node = shlex.quote(control_plane_container(management))
-    path = f"/tmp/{tenant.name}-admin-access.conf"
-    preamble = f"""node={node}
-file={path}
-trap 'docker exec "$node" rm -f "$file" >/dev/null 2>&1 || true' EXIT
-printf '%s' "${KUBECONFIG_ENV}" | docker exec -i "$node" sh -c "umask 077; cat > $file" || {{
-  echo "cannot reach the kind node container $node to check tenant {tenant.name}" >&2; exit 1; }}
-"""
-    return preamble, 'docker exec "$node" kubectl --kubeconfig "$file"'
+        return private_kubeconfig(KUBECONFIG_ENV, "tenant_kc"), Shell('kubectl --kubeconfig "$tenant_kc"')
+    preamble = render_script(_PACKAGE, "admin_access_kind_node.sh", node=control_plane_container(management),
+                             file=f"/tmp/{tenant.name}-admin-access.conf",
+                             kubeconfig_env=Text(KUBECONFIG_ENV), tenant=Text(tenant.name))
+    return Shell(preamble), Shell('docker exec "$node" kubectl --kubeconfig "$file"')
 
 
 def tenant_admin_access_script(tenant: TenantConfig, management: ManagementConfig,
@@ -44,23 +40,9 @@ def tenant_admin_access_script(tenant: TenantConfig, management: ManagementConfi
     """Wait until the tenant's admin kubeconfig (in ${TENANT_KUBECONFIG}) may do everything."""
     preamble, kubectl = _tenant_access(tenant, management)
     _, _, hint = management_access(management)
-    bound = attempts * interval
     check = (f"{hint} -n {tenant.namespace} describe tcp {tenant.name};"
              f" {hint} -n {KAMAJI_NAMESPACE} logs deploy/kamaji")
-    return f"""set -u
-{preamble}answer=""
-for attempt in $(seq 1 {attempts}); do
-  answer=$({kubectl} auth can-i '*' '*' --all-namespaces 2>&1 \\
-    || true)
-  if [ "$answer" = "yes" ]; then
-    echo "tenant {tenant.name}: the admin kubeconfig is authorized"
-    exit 0
-  fi
-  sleep {interval}
-done
-echo "tenant {tenant.name}: the admin kubeconfig was not authorized within {bound}s" \\
-  "(last answer: $answer)." >&2
-echo "Kamaji binds group kubeadm:cluster-admins to cluster-admin after the control plane is Ready;" \\
-  "check: {check}" >&2
-exit 1
-"""
+    # The hint is a command line for the user, shown inside the message's double quotes.
+    return render_script(_PACKAGE, "admin_access_wait.sh", access=preamble, attempts=attempts,
+                         kubectl=kubectl, tenant=Text(tenant.name), interval=interval,
+                         bound=attempts * interval, check=Shell(check))

@@ -337,7 +337,7 @@ class KamajiTenant(pulumi.ComponentResource):
             environment[host_join.BASTION_SSH_KEY_ENV] = pulumi.Output.secret(keys[host.bastion.private_key])
         leave = local.Command(
             f"{name}-{host.name}-leave",
-            create=f"echo 'host {host.name} ({host.address}) is a worker of tenant {self.tenant.name}'",
+            create=host_join.worker_script(self.tenant, host),
             delete=host_join.leave_script(self.tenant, host),
             interpreter=["/bin/bash", "-c"],
             environment=environment,

@@ -25,9 +25,12 @@ from __future__ import annotations
 import shlex
 
 from kamaji_hami_platform.config import HostConfig, SshEndpointConfig, TenantConfig
+from kamaji_hami_platform.shell_templates import Shell, Text
+from kamaji_hami_platform.shell_templates import render as render_script
 from kamaji_hami_platform.tenant import node_join
 
 KUBECONFIG_ENV = node_join.KUBECONFIG_ENV
+_PACKAGE = "kamaji_hami_platform.tenant"
 SKIP_DRAIN_ENV = node_join.SKIP_DRAIN_ENV
 # The private key (PEM) of the host's SSH user and, with a bastion, the bastion user's: in the
 # environment of `<host>-leave` (secrets), written to 0600 files for the OpenSSH client.
@@ -95,6 +98,13 @@ def _q(text: str) -> str:
     return shlex.quote(text)
 
 
+def worker_script(tenant: TenantConfig, host: HostConfig) -> str:
+    """The create of `<host>-leave`: nothing to do but say what the host is (one line, without
+    the final newline, as every stack has it stored)."""
+    return render_script(_PACKAGE, "host_worker.sh", host=Text(host.name), address=Text(host.address),
+                         tenant=Text(tenant.name)).removesuffix("\n")
+
+
 def marker_text(tenant: TenantConfig) -> str:
     """What JOIN_MARKER holds on a host joined to `tenant`."""
     return f"kamaji-hami-platform tenant {tenant.name}"
@@ -118,12 +128,7 @@ def join_command(tenant: TenantConfig, host: HostConfig) -> str:
     return remote_command(host, join_script(tenant, host))
 
 
-def _miss(text: str) -> str:
-    """A shell call adding one line to the list of what the host lacks."""
-    return f"miss {_q(text)}"
-
-
-def prerequisites_script(tenant: TenantConfig, host: HostConfig) -> str:
+def prerequisites_script(tenant: TenantConfig, host: HostConfig) -> Shell:
     """POSIX sh: check everything a join needs and fail with the full list of what is missing,
     each with its fix, before anything on the host changes. Sets $kubeadm_minor and $runtime.
 
@@ -136,121 +141,29 @@ def prerequisites_script(tenant: TenantConfig, host: HostConfig) -> str:
     and kubeadm's Swap preflight is a warning.
     """
     minor = tenant_minor(tenant)
-    kubelet_range = (minor - 3, minor)
-    kubeadm_range = (minor, minor + 1)
-    wanted = f"v1.{kubeadm_range[0]} or v1.{kubeadm_range[1]}"
-    modules = " ".join(KERNEL_MODULES)
-    script = f"""missing=""
-miss() {{ missing="$missing
-  - $1"; }}
-# The minor of a "v1.<minor>.<patch>" in the input ("Kubernetes v1.35.4", "v1.35.4"), else empty.
-minor_of() {{ sed -n 's/^.*v1\\.\\([0-9][0-9]*\\)\\.[0-9].*$/\\1/p' | head -n 1; }}
-kubeadm_minor="" kubelet_minor=""
-if ! command -v kubeadm >/dev/null 2>&1; then
-  {_miss(f"kubeadm is not on PATH: install kubeadm {wanted} "
-         "(https://kubernetes.io/docs/setup/production-environment/tools/kubeadm/install-kubeadm/)")}
-else
-  kubeadm_version=$(kubeadm version -o short 2>/dev/null || true)
-  kubeadm_minor=$(printf '%s\\n' "$kubeadm_version" | minor_of)
-  if [ -z "$kubeadm_minor" ] || [ "$kubeadm_minor" -lt {kubeadm_range[0]} ] \\
-      || [ "$kubeadm_minor" -gt {kubeadm_range[1]} ]; then
-    miss "kubeadm is ${{kubeadm_version:-of unknown version}}, the tenant runs {tenant.kubernetes_version}: \\
-install kubeadm {wanted}"
-    kubeadm_minor=""
-  fi
-fi
-if ! command -v kubelet >/dev/null 2>&1; then
-  {_miss(f"kubelet is not on PATH: install kubelet v1.{kubelet_range[0]}..v1.{kubelet_range[1]} "
-         "(the kubelet package, with kubeadm's systemd drop-in)")}
-else
-  kubelet_version=$(kubelet --version 2>/dev/null || true)
-  kubelet_minor=$(printf '%s\\n' "$kubelet_version" | minor_of)
-  if [ -z "$kubelet_minor" ] || [ "$kubelet_minor" -lt {kubelet_range[0]} ] \\
-      || [ "$kubelet_minor" -gt {kubelet_range[1]} ]; then
-    miss "kubelet is ${{kubelet_version:-of unknown version}}, the tenant runs {tenant.kubernetes_version}: \\
-install kubelet v1.{kubelet_range[0]}..v1.{kubelet_range[1]} (never newer than the control plane)"
-  elif [ -n "$kubeadm_minor" ] && [ "$kubelet_minor" -lt $((kubeadm_minor - 3)) ]; then
-    miss "kubelet v1.$kubelet_minor is older than kubeadm v1.$kubeadm_minor supports (three minors): \\
-install kubelet v1.$((kubeadm_minor - 3)) or newer, or kubeadm v1.{minor}"
-  fi
-fi
-runtime=""
-for unit in {" ".join(CONTAINER_RUNTIMES)}; do
-  if systemctl is-active --quiet "$unit" 2>/dev/null; then runtime=$unit; break; fi
-done
-[ -n "$runtime" ] || {_miss("no container runtime is active: install and start containerd "
-                            "(systemctl enable --now containerd) or CRI-O")}
-if [ "$runtime" = containerd ]; then
-  # containerd 1.x cannot tell the kubelet its cgroup driver (KubeletCgroupDriverFromCRI needs
-  # containerd 2.0): runc must use systemd cgroups as the tenant's kubelets do (cgroupDriver
-  # systemd, tenant/control_plane.py), or pods fail to start.
-  containerd_major=$(containerd --version 2>/dev/null | awk '{{print $3}}' | sed 's/^v//' | cut -d . -f 1)
-  if [ "$containerd_major" = 1 ] && ! containerd config dump 2>/dev/null \\
-      | grep -Eq {_q(SYSTEMD_CGROUP)}; then
-    {_miss("containerd 1.x runs runc with cgroupfs, the tenant's kubelets use systemd: set "
-           "SystemdCgroup = true under the runc options in /etc/containerd/config.toml, then "
-           "systemctl restart containerd")}
-  fi
-fi
-systemctl cat kubelet >/dev/null 2>&1 \\
-  || {_miss("the kubelet service is not installed: install the kubelet package (kubelet.service)")}
-for module in {modules}; do
-  grep -q "^$module " {PROC_MODULES} 2>/dev/null && continue
-  grep -qs "/$module\\.ko" "{MODULES_BUILTIN}" && continue
-  miss "kernel module $module is not loaded: modprobe $module, and list it in /etc/modules-load.d/"
-done
-[ "$(cat {IP_FORWARD} 2>/dev/null)" = 1 ] \\
-  || {_miss("net.ipv4.ip_forward is not 1 (kubeadm's preflight requires it): sysctl -w "
-            "net.ipv4.ip_forward=1, and set it in /etc/sysctl.d/")}
-cni_missing=""
-for plugin in {" ".join(CNI_PLUGINS)}; do
-  [ -x {CNI_BIN_DIR}/"$plugin" ] || cni_missing="$cni_missing $plugin"
-done
-[ -z "$cni_missing" ] || miss "CNI plugins missing from {CNI_BIN_DIR}:$cni_missing (kindnet uses them): \\
-install the CNI plugins (kubernetes-cni package, or github.com/containernetworking/plugins releases)"
-if [ "$(awk 'NR > 1' {PROC_SWAPS} 2>/dev/null | wc -l)" -gt 0 ]; then
-  echo "note: swap is on; fine, the tenant's kubelet runs with failSwapOn: false"
-fi
-"""
-    if tenant.gpus is not None and not tenant.gpus.mock:
-        script += _gpu_prerequisites(tenant)
-    return script + f"""if [ -n "$missing" ]; then
-  printf 'host %s cannot join tenant %s; nothing was changed on it. Missing:%s\\n' \\
-    {_q(host.name)} {_q(tenant.name)} "$missing" >&2
-  exit 1
-fi
-"""
+    gpu = _gpu_prerequisites(tenant) if tenant.gpus is not None and not tenant.gpus.mock else Shell("")
+    return Shell(render_script(
+        _PACKAGE, "host_prerequisites.sh", kubeadm_wanted=Text(f"v1.{minor} or v1.{minor + 1}"),
+        kubeadm_min=minor, kubeadm_max=minor + 1, version=Text(tenant.kubernetes_version),
+        kubelet_min=minor - 3, kubelet_max=minor, minor=minor,
+        container_runtimes=Text(" ".join(CONTAINER_RUNTIMES)), systemd_cgroup=SYSTEMD_CGROUP,
+        kernel_modules=Text(" ".join(KERNEL_MODULES)), proc_modules=PROC_MODULES,
+        modules_builtin=Shell(MODULES_BUILTIN), ip_forward=IP_FORWARD,
+        cni_plugins=Text(" ".join(CNI_PLUGINS)), cni_bin_dir=CNI_BIN_DIR, proc_swaps=PROC_SWAPS,
+        gpu_prerequisites=gpu, host=Text(host.name), tenant=Text(tenant.name)))
 
 
-def _gpu_prerequisites(tenant: TenantConfig) -> str:
+def _gpu_prerequisites(tenant: TenantConfig) -> Shell:
     """Real GPUs: HAMi's NVIDIA device plugin needs the driver, the NVIDIA container toolkit and
     NVIDIA as the runtime's default (HAMi v2.10.0 README "Prerequisites": "NVIDIA configured as
     the default runtime for containerd, Docker, or CRI-O"; the chart's runtimeClassName is empty,
     so GPU pods run with the default runtime)."""
     assert tenant.gpus is not None
-    per_worker = tenant.gpus.per_worker
-    model = tenant.gpus.model.name
-    configure = "nvidia-ctk runtime configure --runtime={0} --set-as-default, then systemctl restart {0}"
-    return f"""if ! command -v nvidia-smi >/dev/null 2>&1; then
-  {_miss("nvidia-smi is not on PATH: install the NVIDIA driver (HAMi needs >= 440)")}
-else
-  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
-  [ "${{gpus:-0}}" -ge {per_worker} ] || miss "nvidia-smi -L lists ${{gpus:-0}} GPU(s), \\
-each worker of the tenant carries {per_worker} {model}: check the driver (nvidia-smi) and the cards"
-fi
-command -v nvidia-container-runtime >/dev/null 2>&1 \\
-  || {_miss("the NVIDIA container toolkit is not installed (no nvidia-container-runtime on PATH): "
-            "install nvidia-container-toolkit")}
-case "$runtime" in
-  containerd)
-    containerd config dump 2>/dev/null | grep -Eq {_q(_toml_setting("default_runtime_name", "nvidia"))} \\
-      || {_miss("containerd's default runtime is not nvidia (HAMi requires it): "
-                + configure.format("containerd"))} ;;
-  crio)
-    crio config 2>/dev/null | grep -Eq {_q(_toml_setting("default_runtime", "nvidia"))} \\
-      || {_miss("CRI-O's default runtime is not nvidia (HAMi requires it): " + configure.format("crio"))} ;;
-esac
-"""
+    return Shell(render_script(
+        _PACKAGE, "host_gpu_prerequisites.sh", per_worker=tenant.gpus.per_worker,
+        model=Text(tenant.gpus.model.name),
+        containerd_default_runtime=_toml_setting("default_runtime_name", "nvidia"),
+        crio_default_runtime=_toml_setting("default_runtime", "nvidia")))
 
 
 def _toml_setting(key: str, value: str) -> str:
@@ -260,16 +173,11 @@ def _toml_setting(key: str, value: str) -> str:
     return f"^[[:space:]]*{key}[[:space:]]*=[[:space:]]*[\"']{value}[\"']"
 
 
-def _reset_function() -> str:
+def _reset_function() -> Shell:
     """POSIX sh `reset_host`: what `kubeadm join` left (kubeadm reset -f), and kindnet's CNI
     config, which kubeadm reset leaves and which would point a new node at the old pod network."""
-    return f"""reset_host() {{
-  if ! reset_output=$(kubeadm reset -f 2>&1); then
-    printf 'kubeadm reset -f failed: %s\\n' "$reset_output"; return 1
-  fi
-  rm -f {KINDNET_CNI_CONFIG} {JOIN_MARKER}
-}}
-"""
+    return Shell(render_script(_PACKAGE, "host_reset_function.sh", kindnet_cni_config=KINDNET_CNI_CONFIG,
+                               join_marker=JOIN_MARKER))
 
 
 def join_script(tenant: TenantConfig, host: HostConfig) -> str:
@@ -280,115 +188,13 @@ def join_script(tenant: TenantConfig, host: HostConfig) -> str:
     tenant's: the control plane was replaced) is reset first. A failed join resets the host, so
     the next `pulumi up` starts clean.
     """
-    node = _q(host.name)
-    ttl = BOOTSTRAP_TOKEN_TTL
-    return f"""set -u
-PATH="${{PATH:-}}:{HOST_PATH_EXTRA}"; export PATH
-umask 077
-tmp=$(mktemp -d) || {{ echo "host {host.name}: cannot create a temporary directory" >&2; exit 1; }}
-kc="$tmp/tenant-admin.conf"
-token_id=""
-# The token goes in every case: after the join, after a failure, on a signal.
-cleanup() {{
-  if [ -n "$token_id" ]; then
-    kubeadm token delete --kubeconfig "$kc" "$token_id" >/dev/null 2>&1 || true
-  fi
-  rm -rf "$tmp"
-}}
-trap cleanup EXIT
-trap 'exit 1' HUP INT TERM
-redact() {{ {REDACT_SED}; }}
-cat > "$kc"
-# The tenant's CA, as PEM without line breaks, from its kubeconfig and from the node.
-want=$(sed -n 's/^ *certificate-authority-data: *//p' "$kc" | head -n 1 | base64 -d 2>/dev/null \\
-  | tr -d '\\r\\n' || true)
-# Joined to this control plane already: nothing to check or change. First, so that a re-run
-# (pulumi-command runs create again when an input changes, a rotated kubeconfig say) never
-# fails a working node over a prerequisite that changed since its join.
-if [ -f {KUBELET_CONFIG} ]; then
-  have=$(tr -d '\\r\\n' < {NODE_CA_CERT} 2>/dev/null || true)
-  # No CA data in the kubeconfig: nothing to compare, leave the node as it is.
-  if [ -z "$want" ] || [ "$want" = "$have" ]; then
-    echo "host {host.name} already joined to tenant {tenant.name}"; exit 0
-  fi
-  # Only a node this platform joined to this tenant is reset (its control plane was replaced);
-  # a node of any other cluster (a mistyped address, a machine in use) is never touched.
-  owner=$(cat {JOIN_MARKER} 2>/dev/null || echo "not joined by this platform")
-  if [ "$owner" != {_q(marker_text(tenant))} ]; then
-    echo "host {host.name} is a node of another cluster ({JOIN_MARKER}: $owner); it is left as it is." \\
-      "If it should join tenant {tenant.name}, reset it by hand first (kubeadm reset -f)." >&2
-    exit 1
-  fi
-fi
-{prerequisites_script(tenant, host)}{_reset_function()}\
-if [ -f {KUBELET_CONFIG} ]; then
-  echo "host {host.name} was joined to another control plane of tenant {tenant.name}; resetting it"
-  reset_host >&2 || exit 1
-fi
-join="" last_error="" deadline=$(( $(date +%s) + {TOKEN_WAIT_SECONDS} ))
-while [ "$(date +%s)" -lt "$deadline" ]; do
-  # Kamaji sets up the bootstrap RBAC a moment after the TCP is Ready. Only stdout is the
-  # join command: a warning on stderr must never become part of it. Each call bounded: a tenant
-  # API the host cannot reach must not hold the join for the kernel's connect retries.
-  if join=$(timeout {TOKEN_CALL_TIMEOUT_SECONDS} kubeadm token create --kubeconfig "$kc" --ttl {ttl} \\
-      --description "join {host.name}" --print-join-command 2>"$tmp/err"); then break; fi
-  last_error=$(cat "$tmp/err"); join=""; sleep 2
-done
-if [ -z "$join" ]; then
-  printf 'kubeadm token create failed for %ss (can the host reach the tenant API?): %s\\n' \\
-    {TOKEN_WAIT_SECONDS} "$last_error" | redact >&2
-  exit 1
-fi
-# "kubeadm join <endpoint> --token <token> --discovery-token-ca-cert-hash sha256:<hash> ..."
-endpoint="" token="" hashes=""
-set -f; set -- $join; set +f
-[ "${{1:-}}" = kubeadm ] && [ "${{2:-}}" = join ] && endpoint=${{3:-}}
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --token) token=${{2:-}} ;;
-    --discovery-token-ca-cert-hash) hashes="$hashes    - \\"${{2:-}}\\"
-" ;;
-  esac
-  shift
-done
-token_id=${{token%%.*}}
-if [ -z "$endpoint" ] || [ -z "$token" ] || [ -z "$hashes" ]; then
-  # Never join without the CA pinned by its hash.
-  printf 'unexpected output of kubeadm token create --print-join-command: %s\\n' "$join" | redact >&2
-  exit 1
-fi
-api=v1beta4
-[ "$kubeadm_minor" -ge {KUBEADM_V1BETA4_MINOR} ] || api=v1beta3
-# The token in a 0600 file, not on kubeadm's command line. --node-name may be combined with
-# --config (kubeadm v1.35.4 validation.isAllowedFlag) and wins over nodeRegistration.name.
-cat > "$tmp/join.yaml" <<EOF
-apiVersion: kubeadm.k8s.io/$api
-kind: JoinConfiguration
-discovery:
-  bootstrapToken:
-    apiServerEndpoint: "$endpoint"
-    token: "$token"
-    caCertHashes:
-$hashes
-nodeRegistration:
-  name: {node}
-EOF
-if ! output=$(kubeadm join --config "$tmp/join.yaml" --node-name {node} 2>&1); then
-  kubeadm token delete --kubeconfig "$kc" "$token_id" >/dev/null 2>&1 || true
-  token_id=""
-  if reset_report=$(reset_host); then
-    reset_report="the host was reset, so the next run starts clean"
-  fi
-  printf 'kubeadm join of host %s failed (%s):\\n%s\\n' {node} "$reset_report" "$output" | redact >&2
-  exit 1
-fi
-printf '%s\\n' {_q(marker_text(tenant))} > {JOIN_MARKER}
-# The node must come back after a reboot; kubeadm only warns when the kubelet is not enabled.
-if ! systemctl is-enabled --quiet kubelet 2>/dev/null; then
-  systemctl enable kubelet >/dev/null 2>&1 && echo "enabled kubelet.service (it starts at boot)"
-fi
-echo "joined {host.name} to tenant {tenant.name}"
-"""
+    return render_script(
+        _PACKAGE, "host_join.sh", path_extra=Text(HOST_PATH_EXTRA), host=Text(host.name),
+        redact=Shell(REDACT_SED), kubelet_config=KUBELET_CONFIG, node_ca_cert=NODE_CA_CERT,
+        tenant=Text(tenant.name), join_marker=JOIN_MARKER, marker=marker_text(tenant),
+        prerequisites=prerequisites_script(tenant, host), reset_function=_reset_function(),
+        token_wait=TOKEN_WAIT_SECONDS, token_call_timeout=TOKEN_CALL_TIMEOUT_SECONDS,
+        token_ttl=Text(BOOTSTRAP_TOKEN_TTL), v1beta4_minor=KUBEADM_V1BETA4_MINOR)
 
 
 def known_hosts_line(endpoint: SshEndpointConfig) -> str:
@@ -448,55 +254,34 @@ def host_reset_script() -> str:
     joined to another control plane ($1: sha256 of the tenant CA without line breaks, or
     `none`): a host that moved to another tenant, or rejoined a replaced control plane, before
     this old node's leave ran, is left as it is."""
-    return f"""set -u
-PATH="${{PATH:-}}:{HOST_PATH_EXTRA}"; export PATH
-want=${{1:-none}}
-if [ -f {KUBELET_CONFIG} ] && [ "$want" != none ]; then
-  have=$(tr -d '\\r\\n' < {NODE_CA_CERT} 2>/dev/null | sha256sum | cut -d ' ' -f 1)
-  if [ "$have" != "$want" ]; then
-    echo "the host is joined to another control plane: left as it is"; exit {HOST_FOREIGN}
-  fi
-fi
-if command -v kubeadm >/dev/null 2>&1; then
-  if ! output=$(kubeadm reset -f 2>&1); then
-    printf 'kubeadm reset -f failed: %s\\n' "$output"; exit {HOST_RESET_FAILED}
-  fi
-else
-  echo "kubeadm is not on the host's PATH: nothing to reset"
-fi
-rm -f {KINDNET_CNI_CONFIG} {JOIN_MARKER} || exit {HOST_RESET_FAILED}
-echo "host reset (kubeadm reset -f; {KINDNET_CNI_CONFIG} removed)"
-exit {HOST_RESET}
-"""
+    return render_script(
+        _PACKAGE, "host_reset.sh", path_extra=Text(HOST_PATH_EXTRA), kubelet_config=KUBELET_CONFIG,
+        node_ca_cert=NODE_CA_CERT, foreign=HOST_FOREIGN, reset_failed=HOST_RESET_FAILED,
+        kindnet_cni_config=KINDNET_CNI_CONFIG, join_marker=JOIN_MARKER,
+        kindnet_cni_config_text=Text(KINDNET_CNI_CONFIG), reset=HOST_RESET)
 
 
-def _write_key(env: str, role: str) -> str:
-    # A PEM key needs its final newline; a secret may have lost it (or carry one): exactly one.
-    return f"""printf '%s\\n' "${{{env}%$'\\n'}}" > "${SSH_DIR_ENV}/{role}.key"\n"""
+def _key_file(env: str, role: str) -> str:
+    """bash: the private key in $env into $KHP_SSH_DIR/<role>.key. A PEM key needs its final
+    newline; a secret may have lost it (or carry one): exactly one."""
+    return render_script(_PACKAGE, "host_ssh_key.bash", key_env=Text(env), ssh_dir_env=Text(SSH_DIR_ENV),
+                         role=Text(role))
 
 
-def _write_known_hosts(endpoint: SshEndpointConfig, role: str) -> str:
+def _known_hosts_file(endpoint: SshEndpointConfig, role: str) -> str:
     if not endpoint.host_key:
         return ""
-    return f"""printf '%s\\n' {_q(known_hosts_line(endpoint))} > "${SSH_DIR_ENV}/{role}.known_hosts"\n"""
+    return render_script(_PACKAGE, "host_ssh_known_hosts.sh", known_hosts_line=known_hosts_line(endpoint),
+                         ssh_dir_env=Text(SSH_DIR_ENV), role=Text(role))
 
 
-def _kubectl_function() -> str:
-    """bash `k`: kubectl against the tenant, each request and each call bounded: a tenant API
-    that is gone must not hold the leave for the kernel's connect retries."""
-    return (f'k() {{ timeout {API_CALL_TIMEOUT_SECONDS} kubectl --kubeconfig "$kc" '
-            f'--request-timeout={API_REQUEST_TIMEOUT} "$@"; }}\n')
-
-
-def _tenant_kubeconfig() -> str:
-    """bash: a private temporary directory with the tenant kubeconfig from the environment."""
-    return f"""umask 077
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-kc="$tmp/tenant-admin.conf"
-printf '%s' "${{{KUBECONFIG_ENV}:-}}" > "$kc"
-redact() {{ {REDACT_SED}; }}
-"""
+def _tenant_kubectl() -> Shell:
+    """bash: a private temporary directory with the tenant kubeconfig from the environment, and
+    `k`: kubectl against the tenant, each request and each call bounded: a tenant API that is gone
+    must not hold the leave for the kernel's connect retries."""
+    return Shell(render_script(_PACKAGE, "host_tenant_kubectl.bash", kubeconfig_env=Text(KUBECONFIG_ENV),
+                               redact=Shell(REDACT_SED), call_timeout=API_CALL_TIMEOUT_SECONDS,
+                               request_timeout=Text(API_REQUEST_TIMEOUT)))
 
 
 def leave_script(tenant: TenantConfig, host: HostConfig) -> str:
@@ -509,86 +294,22 @@ def leave_script(tenant: TenantConfig, host: HostConfig) -> str:
     host that cannot be reached or whose reset fails each give a warning (with the command to
     run by hand) and the leave goes on: a machine that is gone must not block `pulumi destroy`.
     """
-    node = _q(host.name)
-    drain_bound = DRAIN_TIMEOUT_SECONDS + API_CALL_TIMEOUT_SECONDS
-    keys = _write_key(HOST_SSH_KEY_ENV, "host") + _write_known_hosts(host.ssh, "host")
+    keys = _key_file(HOST_SSH_KEY_ENV, "host") + _known_hosts_file(host.ssh, "host")
     if host.bastion is not None:
-        keys += _write_key(BASTION_SSH_KEY_ENV, "bastion") + _write_known_hosts(host.bastion, "bastion")
+        keys += _key_file(BASTION_SSH_KEY_ENV, "bastion") + _known_hosts_file(host.bastion, "bastion")
     where = f"{host.ssh.user}@{host.ssh.address}:{host.ssh.port}" + (
         f" through {host.bastion.user}@{host.bastion.address}:{host.bastion.port}" if host.bastion else "")
-    manual = _q(manual_reset_command(host))
-    return f"""set -u
-{_tenant_kubeconfig()}{_kubectl_function()}\
-node={node}
-warn() {{ printf 'warning: host %s: %s\\n' "$node" "$1" | redact >&2; }}
-if [ -z "${{{KUBECONFIG_ENV}:-}}" ]; then
-  warn "no tenant kubeconfig: the node is not removed from tenant {tenant.name}"
-elif ! found=$(k get node "$node" -o name 2>&1); then
-  case "$found" in
-    *"(NotFound)"*) echo "node $node is not in tenant {tenant.name}" ;;
-    *) warn "could not remove the node from tenant {tenant.name} (API unreachable?): $found" ;;
-  esac
-else
-  drain=1
-  [ "${{{SKIP_DRAIN_ENV}:-}}" = 1 ] && drain=""
-  ready=$(k get node "$node" -o jsonpath='{{.status.conditions[?(@.type=="Ready")].status}}' \\
-    2>/dev/null || true)
-  if [ -n "$drain" ] && [ "$ready" != True ]; then
-    # A node whose kubelet does not report (a dead host) never confirms an eviction: kubectl
-    # drain would wait out its timeout and fail, and with it the destroy.
-    warn "the node is not Ready (Ready=${{ready:-unknown}}): not drained, its pods go with it"
-    drain=""
-  fi
-  if [ -n "$drain" ]; then
-    # --force deletes pods no controller recreates, --delete-emptydir-data their emptyDirs:
-    # both would go with the node anyway. --skip-wait-for-delete-timeout: a pod that stops
-    # answering while it terminates does not hold the drain (kubectl pkg/drain filters.go).
-    if ! out=$(timeout {drain_bound} kubectl --kubeconfig "$kc" --request-timeout={API_REQUEST_TIMEOUT} \\
-        drain "$node" --ignore-daemonsets --delete-emptydir-data --force \\
-        --skip-wait-for-delete-timeout={SKIP_WAIT_FOR_DELETE_SECONDS} \\
-        --timeout={DRAIN_TIMEOUT_SECONDS}s 2>&1); then
-      # drain cordons first and leaves it so on failure: the node must keep taking pods.
-      k uncordon "$node" >/dev/null 2>&1 || true
-      printf 'host %s: the drain failed, so the node stays and the host is not reset:\\n%s\\n' \\
-        "$node" "$out" | redact >&2
-      echo "Resolve what blocks the eviction (kubectl get pdb -A in the tenant) and run again, or" \\
-        "remove the host without a drain: {SKIP_DRAIN_ENV}=1 (its pods are deleted with it)." >&2
-      exit 1
-    fi
-  fi
-  if out=$(k delete node "$node" --ignore-not-found --timeout=60s 2>&1); then
-    echo "node $node removed from tenant {tenant.name}"
-  else
-    warn "could not delete the node from tenant {tenant.name}: $out"
-  fi
-fi
-# The host: kubeadm reset over SSH, only if it is still joined to this tenant's CA.
-ca=$(sed -n 's/^ *certificate-authority-data: *//p' "$kc" | head -n 1 | base64 -d 2>/dev/null \\
-  | tr -d '\\r\\n' || true)
-ca_hash=none
-[ -z "$ca" ] || ca_hash=$(printf '%s' "$ca" | sha256sum | cut -d ' ' -f 1)
-{SSH_DIR_ENV}="$tmp"; export {SSH_DIR_ENV}
-{keys}# Quoted heredoc: the command reads as sshd receives it, its argument $1 the CA's hash.
-remote=$(cat <<'KHP_REMOTE'
-{remote_command(host, host_reset_script())}
-KHP_REMOTE
-)
-remote="$remote $ca_hash"
-# SHELL: ssh runs a ProxyCommand with $SHELL; the options are written for /bin/sh.
-status=0
-out=$(SHELL=/bin/sh timeout {HOST_RESET_TIMEOUT_SECONDS} {" ".join(ssh_words(host))} "$remote" \\
-  2>&1 </dev/null) || status=$?
-case "$status" in
-  {HOST_RESET}) printf '%s\\n' "$out" | redact ;;
-  {HOST_FOREIGN}) warn "$out" ;;
-  {SSH_FAILED}) warn "could not reach {where} over SSH ($out); the host was not reset. \\
-Run by hand: "{manual} ;;
-  {TIMED_OUT}) warn "the reset over SSH did not finish within {HOST_RESET_TIMEOUT_SECONDS}s. \\
-Check the host, or run by hand: "{manual} ;;
-  *) warn "the reset failed ($out). Run by hand: "{manual} ;;
-esac
-exit 0
-"""
+    return render_script(
+        _PACKAGE, "host_leave.bash", tenant_kubectl=_tenant_kubectl(), node=host.name,
+        kubeconfig_env=Text(KUBECONFIG_ENV), tenant=Text(tenant.name),
+        skip_drain_env=Text(SKIP_DRAIN_ENV), drain_bound=DRAIN_TIMEOUT_SECONDS + API_CALL_TIMEOUT_SECONDS,
+        request_timeout=Text(API_REQUEST_TIMEOUT), skip_wait_for_delete=SKIP_WAIT_FOR_DELETE_SECONDS,
+        drain_timeout=DRAIN_TIMEOUT_SECONDS, ssh_dir_env=Text(SSH_DIR_ENV), key_files=Shell(keys),
+        # The remote command in a quoted heredoc: its line, then the heredoc's end.
+        remote=Shell(remote_command(host, host_reset_script()) + "\n"),
+        reset_timeout=HOST_RESET_TIMEOUT_SECONDS, ssh=Shell(" ".join(ssh_words(host))), reset=HOST_RESET,
+        foreign=HOST_FOREIGN, ssh_failed=SSH_FAILED, timed_out=TIMED_OUT, where=Text(where),
+        manual=manual_reset_command(host))
 
 
 def ready_script(tenant: TenantConfig, host: HostConfig) -> str:
@@ -596,26 +317,5 @@ def ready_script(tenant: TenantConfig, host: HostConfig) -> str:
     kubelet posting), bounded, or fail with its conditions. The node stays: its kubelet would
     register it again anyway; the host needs a look (journalctl -u kubelet)."""
     attempts, interval = READY_WAIT
-    bound = attempts * interval
-    ready = "{.status.conditions[?(@.type==\"Ready\")].status}"
-    conditions = "{range .status.conditions[*]}{.type}={.status} {.reason}; {end}"
-    return f"""set -u
-{_tenant_kubeconfig()}{_kubectl_function()}\
-node={_q(host.name)}
-deadline=$(( $(date +%s) + {bound} ))
-ready=""
-while :; do
-  ready=$(k get node "$node" -o jsonpath={_q(ready)} 2>/dev/null || true)
-  [ "$ready" = True ] && break
-  [ "$(date +%s)" -lt "$deadline" ] || break
-  sleep {interval}
-done
-if [ "$ready" != True ]; then
-  conditions=$(k get node "$node" -o jsonpath={_q(conditions)} 2>&1 || true)
-  printf 'host %s joined tenant %s but its node was not Ready within %ss: %s\\n' \\
-    "$node" {_q(tenant.name)} {bound} "$conditions" | redact >&2
-  echo "Look at the kubelet on the host: journalctl -u kubelet" >&2
-  exit 1
-fi
-echo "node $node is Ready"
-"""
+    return render_script(_PACKAGE, "host_ready.bash", tenant_kubectl=_tenant_kubectl(), node=host.name,
+                         bound=attempts * interval, interval=interval, tenant=tenant.name)

@@ -1,0 +1,16 @@
+set -u
+@access@
+probe=@probe@
+output=""
+for attempt in $(seq 1 @attempts@); do
+  if output=$(printf '%s' "$probe" \
+      | @kubectl@ create --dry-run=server -o name -f - 2>&1); then
+    echo "Kamaji's TenantControlPlane webhooks answer (server-side dry run accepted)"
+    exit 0
+  fi
+  sleep @interval@
+done
+echo "Kamaji's TenantControlPlane webhooks did not accept a dry-run TenantControlPlane" \
+  "within @bound@s: $output" >&2
+echo "check: @check@" >&2
+exit 1

@@ -1,0 +1,1 @@
+printf '%s\n' "${@key_env@%$'\n'}" > "$@ssh_dir_env@/@role@.key"

@@ -1,0 +1,1 @@
+echo 'host @host@ (@address@) is a worker of tenant @tenant@'

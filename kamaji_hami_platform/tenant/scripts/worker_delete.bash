@@ -1,0 +1,40 @@
+set -eu
+name=@name@
+@lookup@
+lookup
+if [ "$running" = absent ]; then
+  echo "container $name is already gone"; exit 0
+fi
+if [ -n "$foreign" ]; then
+  echo "warning: container $name belongs to kind cluster '$owner'," \
+    "not @cluster@: left alone" >&2
+  exit 0
+fi
+drain=drain
+[ "${@skip_drain_env@:-}" = 1 ] && drain=no-drain
+status=@api_unreachable@
+output="the container is stopped and does not start"
+if [ "$running" = false ] && docker start "$name" >/dev/null 2>&1; then
+  running=true  # only for kubectl, which needs neither containerd nor the kubelet
+fi
+if [ "$running" = true ] \
+    && printf '%s' "$@kubeconfig_env@" | docker exec -i "$name" sh -c 'umask 077; cat > @kubeconfig@'; then
+  output=$(docker exec "$name" bash -c @leave@ bash "$drain" 2>&1) && status=0 || status=$?
+fi
+case "$status" in
+  @removed@) printf '%s\n' "$output" | @redact@ ;;
+  @drain_failed@)
+    printf 'worker %s: the drain failed, so the node and its container are kept:\n%s\n' \
+      "$name" "$output" | @redact@ >&2
+    echo "Resolve what blocks the eviction (kubectl get pdb -A in the tenant) and run again, or" \
+      "remove the worker without a drain: @skip_drain_env@=1 (its pods are deleted with it)." >&2
+    exit 1 ;;
+  *) printf 'warning: could not remove node %s from tenant %s (API unreachable?): %s\n' \
+       "$name" @tenant@ "$output" | @redact@ >&2 ;;
+esac
+# -v: also the container's anonymous /var volume (images, kubelet data), as kind does. A
+# failure here fails the delete: the state keeps the container, which kind never removes.
+if ! out=$(docker rm -f -v "$name" 2>&1); then
+  echo "worker $name: docker rm failed, the container is still there: $out" >&2; exit 1
+fi
+echo "container $name removed"

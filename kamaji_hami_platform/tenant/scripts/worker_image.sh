@@ -1,0 +1,3 @@
+set -eu
+if docker image inspect @image@ >/dev/null 2>&1; then echo 'image @image_text@ present'
+else docker pull @image@; fi
