@@ -25,7 +25,7 @@ help:
 	@echo "make up       create the platform (stack $(STACK)): kind, Kamaji, tenants, HAMi"
 	@echo "make preview  show what 'make up' would change"
 	@echo "make down     destroy everything the stack created"
-	@echo "make test     unit suite in a fresh virtualenv (no Docker, no Pulumi CLI needed)"
+	@echo "make test     unit suite and shell lint in .venv-test, made afresh when requirements.txt changes"
 	@echo "make sim      tenant objects against a real kube-apiserver built from Go modules (needs Go)"
 	@echo "make ssh      worker hosts joined and reset over real SSH, in a sandbox (needs root)"
 	@echo "make images   list every pinned image and chart"
@@ -105,28 +105,34 @@ tenant-argument:
 unprotect-tenant: tenant-argument stack
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.protection --stack $(STACK) --tenant $(TENANT)
 
-test:
-	rm -rf $(TEST_VENV)
-	@$(MAKE) --no-print-directory test-venv
+# The unit suite and the shell lint (shellcheck from requirements.txt, on every rendered script).
+test: test-venv
 	$(TEST_VENV)/bin/python -m pytest -m "not e2e and not sim and not ssh"
 
 # The partial simulation tier: a real kube-apiserver 1.35 and etcd, built from their Go
 # modules into a cache outside the repository (toolchain/build.sh), fed the platform's objects.
-sim:
-	@[ -x $(TEST_VENV)/bin/python ] || $(MAKE) --no-print-directory test-venv
+sim: test-venv
 	bash toolchain/build.sh >/dev/null
 	$(TEST_VENV)/bin/python -m pytest -m sim -v tests/sim
 
 # Worker hosts over SSH, for real: Debian's sshd unpacked into the toolchain cache
 # (toolchain/openssh.sh, never installed) runs in a mount namespace with stand-in host tools.
-ssh:
-	@[ -x $(TEST_VENV)/bin/python ] || $(MAKE) --no-print-directory test-venv
+ssh: test-venv
 	bash toolchain/openssh.sh >/dev/null
 	$(TEST_VENV)/bin/python -m pytest -m ssh -v tests/ssh
 
-test-venv:
+# The test virtualenv is kept while requirements.txt and the Python are the same (a stamp named
+# after both), and made afresh from requirements.txt alone when either changes.
+TEST_VENV_KEY := $(shell { cat requirements.txt; $(PYTHON) --version; } 2>/dev/null | sha256sum | cut -c1-16)
+TEST_VENV_STAMP := $(TEST_VENV)/.installed-$(TEST_VENV_KEY)
+
+$(TEST_VENV_STAMP):
+	rm -rf $(TEST_VENV)
 	$(PYTHON) -m venv $(TEST_VENV)
 	$(TEST_VENV)/bin/pip install --quiet -r requirements.txt
+	touch $@
+
+test-venv: $(TEST_VENV_STAMP)
 
 # The live suite skips with its reason when no stack is reachable.
 e2e: venv

