@@ -81,7 +81,8 @@ class HamiNodePool(pulumi.ComponentResource):
         tenant = tenant_config(args["tenant"], where, gpu_models(args.get("gpu_models"), where))
         reference_pod = reference_request(pod_shape(args.get("reference_pod"), where))
         cluster_name = args["cluster_name"]
-        workers = resource_inputs.by_name(tenant.worker_names(), args["workers"], where)
+        workers = resource_inputs.resource_inputs_by_name(tenant.worker_names(), args["workers"],
+                                                          resource_inputs.COMMAND, where, "workers")
         check_provider_args(args, "tenant", where)
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.tenant: TenantConfig = tenant
@@ -134,18 +135,18 @@ class HamiNodePool(pulumi.ComponentResource):
 
     @staticmethod
     def _register_node(name: str, node: str, devices: list[GpuDevice], mock: bool,
-                       worker: pulumi.Input[local.Command],
+                       worker: resource_inputs.ResourceInput,
                        on_tenant: pulumi.ResourceOptions) -> kubernetes.core.v1.NodePatch:
         # A Patch owns only the fields it sets: destroy removes exactly the
         # label and annotation, never the node. A replaced worker is a new Node
         # (the old one is deleted with its container): the registration is
         # replaced with it, so the new Node gets its GPUs too.
         # Named after the pool since issue 20; the alias keeps the dev stack's `<node>-gpus`.
-        # A worker that arrives as an Output (from another language) only orders the registration.
+        # From another language, the worker is a stand-in carrying its URN (resource_inputs.py).
         return kubernetes.core.v1.NodePatch(
             f"{name}-{node}",
             metadata=render.gpu_node_metadata(node, devices, mock),
             opts=pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(
-                depends_on=[worker], replace_with=resource_inputs.replaceable(worker),
+                depends_on=[worker.resource, *worker.ordering], replace_with=[worker.resource],
                 aliases=[pulumi.Alias(name=f"{node}-gpus")])),
         )

@@ -169,6 +169,13 @@ class KamajiTenant(pulumi.ComponentResource):
         if management_settings.is_kind and tenant.on_hosts:
             raise ValueError(f"{where}: hosts need management mode existing (a kind cluster's tenant APIs "
                              "are on this machine's Docker network)")
+        # Resources, or from another language stand-ins carrying their URNs (resource_inputs.py); only
+        # container workers are attached to the network.
+        cluster = resource_inputs.resource_input(args.get("management_cluster"), resource_inputs.COMMAND,
+                                                 where, "management_cluster")
+        network = (resource_inputs.resource_input(args.get("management_network"), resource_inputs.COMMAND,
+                                                  where, "management_network")
+                   if tenant.workers and not tenant.on_hosts else None)
         claim_worker_addresses(tenant, management_settings, where)
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.tenant: TenantConfig = tenant
@@ -177,8 +184,7 @@ class KamajiTenant(pulumi.ComponentResource):
         # deletes instead of failing on an API that is gone (pulumi deleted_with).
         on_management = pulumi.ResourceOptions(
             parent=self, provider=management_provider,
-            deleted_with=resource_inputs.resource_or_none(args.get("management_cluster")))
-        network = args.get("management_network")
+            deleted_with=cluster.resource if cluster is not None else None)
         host_flags = args.get("host_flags", "")
 
         namespace = kubernetes.core.v1.Namespace(
@@ -291,7 +297,8 @@ class KamajiTenant(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self))
 
     def _worker(self, worker: node_join.Worker, previous: list[local.Command],
-                network: pulumi.Input[local.Command] | None, host_flags: pulumi.Input[str]) -> local.Command:
+                network: resource_inputs.ResourceInput | None,
+                host_flags: pulumi.Input[str]) -> local.Command:
         return local.Command(
             worker.name,
             create=node_join.create_script(worker),
@@ -313,10 +320,9 @@ class KamajiTenant(pulumi.ComponentResource):
                 parent=self, delete_before_replace=True,
                 additional_secret_outputs=["stdout"],
                 depends_on=[self.control_plane, self.admin_access, self.worker_image, *previous,
-                            *([network] if isinstance(network, pulumi.Output) else [])],
-                # Attached to the network: a new network (same name) needs it gone first (given
-                # as an Output, from another language, the network only orders the worker).
-                replace_with=resource_inputs.replaceable(network)),
+                            *(network.ordering if network is not None else ())],
+                # Attached to the network: a new network (same name) needs it gone first.
+                replace_with=[network.resource] if network is not None else None),
         )
 
     def _host_worker(self, name: str, host: HostConfig, keys: dict[str, pulumi.Input[str]],

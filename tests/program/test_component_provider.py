@@ -274,10 +274,12 @@ def _program(tmp_path: Path, body: str) -> Path:
     return main
 
 
-def test_workers_and_network_given_as_outputs_order_what_they_used_to_replace(tmp_path):
+def test_workers_and_network_given_as_outputs_order_and_replace_what_they_did(tmp_path):
     """From another language, KamajiTenant's `workers` and ManagementCluster's `network` arrive as
     Outputs (the provider wraps inputs that carry dependencies): the GPU registrations and the
-    workers still wait for them; `replace_with` cannot name an Output, so it names nothing."""
+    workers still wait for them, and are replaced with them: `replace_with` names a stand-in whose
+    URN the Output gives (resource_inputs.py; pulumi/runtime/resource.py `prepare_resource` awaits
+    each replace_with resource's URN). Every other encoding: tests/test_construct_encodings.py."""
     main = _program(tmp_path, """
         import pulumi
         from kamaji_hami_platform import (HamiNodePool, HamiNodePoolArgs, KamajiTenant, KamajiTenantArgs,
@@ -301,8 +303,9 @@ def test_workers_and_network_given_as_outputs_order_what_they_used_to_replace(tm
     for index in range(2):
         worker = program.named(f"t-worker-{index}")
         registration = program.named(f"t-gpus-t-worker-{index}")
-        assert worker.urn in registration.dependencies and registration.options["replaceWith"] == []
-        assert network.urn in worker.dependencies and worker.options["replaceWith"] == []
+        assert worker.urn in registration.dependencies
+        assert registration.options["replaceWith"] == [worker.urn]
+        assert network.urn in worker.dependencies and worker.options["replaceWith"] == [network.urn]
 
 
 def test_gpu_models_round_trip_in_the_stack_files_spelling():
