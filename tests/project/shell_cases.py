@@ -116,9 +116,10 @@ def _tenant_cases(prefix: str, tenant: TenantConfig, management: ManagementConfi
     where = f"{prefix}/{tenant.name}"
     yield Case(f"{where}/admin-access.sh", SH,
                lambda: admin_access.tenant_admin_access_script(tenant, management), frozenset({"SC2034"}))
+    way_out = control_plane.create_only_way_out(tenant)
     for setting in control_plane.create_only_settings(tenant):
-        yield Case(f"{where}/create-only-{setting.key}.sh", SH, lambda s=setting: create_only_guards.guard_script(
-            s, control_plane.create_only_way_out(tenant)))
+        yield Case(f"{where}/create-only-{setting.key}.sh", SH,
+                   lambda s=setting: create_only_guards.guard_script(s, way_out))
     for host in tenant.hosts:
         yield from _host_cases(where, tenant, host)
     for index in range(0 if tenant.on_hosts else tenant.workers):

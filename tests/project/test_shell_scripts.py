@@ -65,7 +65,7 @@ def test_the_script_is_its_golden_file(case: Case):
 
 def test_every_golden_file_is_a_case():
     written = {str(path.relative_to(GOLDEN)) for path in GOLDEN.rglob("*") if path.is_file()}
-    assert written == {case.path for case in CASES}, f"stale golden files: run {REGENERATE} after removing them"
+    assert written == {case.path for case in CASES}, f"stale golden files: remove them, run {REGENERATE}"
 
 
 def test_the_cases_reach_every_template():

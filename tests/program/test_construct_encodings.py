@@ -28,7 +28,7 @@ from pulumi.runtime.proto import (
 
 from kamaji_hami_platform.gpu import component as gpu_component
 from kamaji_hami_platform.tenant import component as tenant_component
-from tests.test_component_provider import PROVIDER, RPC_TIMEOUT_SECONDS, _Engine, _read_port, _stop
+from tests.program.test_component_provider import PROVIDER, RPC_TIMEOUT_SECONDS, _Engine, _read_port, _stop
 
 pytestmark = pytest.mark.unit
 
