@@ -181,7 +181,7 @@ MANAGEMENT = Section("management", "The management cluster (kind on this machine
           "kept (as a secret), relative file paths in them made absolute against the file's folder",
           nullable=True),
     Field("kubeconfigFile", "string", "existing: the kubeconfig file of kubeconfigContext (default: "
-          "$KUBECONFIG, else ~/.kube/config)", nullable=True),
+          "$KUBECONFIG's first file, else ~/.kube/config)", nullable=True),
     Field("certManager", "object", "cert-manager (Kamaji needs it; with install false, a check before "
           "Kamaji fails naming it when its CRDs are missing)", nullable=True, ref=ADDON.name),
     Field("metallb", "object", "MetalLB (the tenant API addresses)", nullable=True, ref=ADDON.name),
