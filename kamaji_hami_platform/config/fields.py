@@ -103,8 +103,9 @@ _HAMI_DEFAULTS = HamiConfig()
 _POD_DEFAULTS = PodShapeConfig()
 
 ADDON = Section("addon", "A management-cluster add-on: installed by the platform, or already there.", (
-    Field("install", "boolean", "install it (false, existing mode only: the cluster already has it, or a "
-          "cloud load balancer stands in for MetalLB)", default=True),
+    Field("install", "boolean", "install it; false (existing mode only): the cluster already has it, or "
+          "its own load balancer (or NodePort) gives tenant API addresses instead of MetalLB",
+          default=True),
 ))
 IPV4_ADDRESS = Check(_QUAD, "{value!r} must be an IPv4 address")
 HOST_NAME = Check("[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?", "{value!r} must be a host name or IPv4 address")
@@ -125,10 +126,12 @@ def _ssh_fields(address: Field) -> tuple[Field, ...]:
         Field("user", "string", "SSH user: root, or a user with password-less sudo", default="root",
               checks=(Check("[a-z_][a-z0-9_-]*[$]?", "{value!r} is not a user name"),)),
         _integer_field("port", "SSH port", 22, 1, 65535),
-        Field("privateKey", "string", "name of its private key in the secret sshPrivateKeys",
+        Field("privateKey", "string", "name of its private key in the secret sshPrivateKeys (an "
+              "unencrypted key)",
               required=True, checks=(KEY_NAME,)),
-        Field("hostKey", "string", "its public SSH host key, checked on connect (else any key is "
-              "accepted)", nullable=True, checks=(SSH_HOST_KEY,)),
+        Field("hostKey", "string", "its public SSH host key (ssh-ed25519 or ecdsa-sha2-nistp256/384/521, "
+              "not ssh-rsa), checked on connect; without it any host key is accepted, as pulumi-command "
+              "does", nullable=True, checks=(SSH_HOST_KEY,)),
     )
 
 
@@ -139,43 +142,57 @@ HOST = Section("host", "A machine that joins the tenant as a worker node over SS
     Field("name", "string", "its Kubernetes node name (DNS-1123 label), unique in the stack", required=True,
           checks=(Check("[a-z0-9]([-a-z0-9]*[a-z0-9])?", "{value!r} is not a DNS-1123 label of at most 63 "
                         "characters", 63),)),
-    *_ssh_fields(Field("address", "string", "its IPv4 address: SSH goes there, and the tenant's control "
-                       "plane admits it", required=True, checks=(IPV4_ADDRESS,))),
+    *_ssh_fields(Field("address", "string", "its IPv4 address, unique in the stack: SSH goes there, and "
+                       "the tenant's control plane admits it", required=True, checks=(IPV4_ADDRESS,))),
     Field("bastion", "object", "a jump host to reach it through", nullable=True, ref=BASTION.name),
 ))
 
 MANAGEMENT = Section("management", "The management cluster (kind on this machine, or an existing one) and, "
                      "for kind, the platform's Docker network.", (
-    Field("name", "string", "kind cluster name (DNS-1035 label)", default=_MANAGEMENT_DEFAULTS.name,
+    Field("name", "string", "kind: the kind cluster's name; existing: the cluster's identity in the stack "
+          "(its provider is existing/<name>); create-only", default=_MANAGEMENT_DEFAULTS.name,
           checks=(_dns_check(MAX_NAME_LENGTH),)),
-    Field("nodeImage", "string", "image of the management node (tag required, digest optional)",
+    Field("nodeImage", "string", "kind: image of the management node (tag required, digest optional); "
+          "create-only",
           default=_MANAGEMENT_DEFAULTS.node_image,
           checks=(Check(IMAGE_WITH_TAG, "{value!r} must be an image with an explicit tag"),)),
-    Field("dockerNetwork", "string", "the platform's own Docker network, created before kind and removed "
-          "by make down", default=_MANAGEMENT_DEFAULTS.docker_network,
+    Field("dockerNetwork", "string", "kind: the platform's own Docker network, created before kind (which "
+          "uses it) and removed by make down; a network of that name the platform did not create is "
+          "refused; create-only", default=_MANAGEMENT_DEFAULTS.docker_network,
           checks=(Check(DOCKER_NETWORK_NAME, "{value!r} is not a Docker network name"),)),
-    Field("dockerSubnet", "string", "IPv4 subnet of that network, /16 to /24 (workers' fixed addresses, "
-          "MetalLB)", default=_MANAGEMENT_DEFAULTS.docker_subnet,
+    Field("dockerSubnet", "string", "kind: IPv4 subnet of that network, /16 to /24, in quarters: Docker's "
+          "dynamic addresses, workers' fixed addresses (two quarters), MetalLB; must not overlap any tenant "
+          "or management CIDR or another Docker network of the host; create-only",
+          default=_MANAGEMENT_DEFAULTS.docker_subnet,
           cidr_prefix=(network.MIN_PREFIX, network.MAX_PREFIX)),
-    Field("metallbAddressRange", "string", "first-last IPv4 range for MetalLB, inside the last quarter of "
-          "dockerSubnet (default: that quarter's top 51 addresses)", nullable=True, in_code=True,
+    Field("metallbAddressRange", "string", "first-last IPv4 range for MetalLB; kind: inside the last "
+          "quarter of dockerSubnet (default: that quarter's top 51 addresses); existing: any ordered range "
+          "of the cluster's network, required when the platform installs MetalLB with LoadBalancer, refused "
+          "otherwise; create-only", nullable=True, in_code=True,
           checks=(Check(ADDRESS_RANGE_SHAPE, "{value!r} must look like 172.30.255.200-172.30.255.250"),)),
-    _integer_field("kamajiEtcdReplicas", "kamaji-etcd replicas (1 is enough on a laptop)",
+    _integer_field("kamajiEtcdReplicas", "kamaji-etcd replicas (1 is enough on a laptop); kamaji-etcd "
+                   "forms its cluster once: create-only",
                    _MANAGEMENT_DEFAULTS.kamaji_etcd_replicas, 1, 5),
-    Field("mode", "string", "kind: a kind cluster on this machine; existing: a cluster you have",
+    Field("mode", "string", "kind: a kind cluster on this machine; existing: a cluster you have (put "
+          "Kamaji on it, tenants' workers are hosts joined over SSH); create-only on an existing cluster",
           default=MODE_KIND, enum=MODES),
-    Field("kubeconfigContext", "string", "existing: the context of kubeconfigFile to use (else the secret "
-          "managementKubeconfig)", nullable=True),
+    Field("kubeconfigContext", "string", "existing: the context of kubeconfigFile to reach the cluster "
+          "through, instead of the secret managementKubeconfig; only that context, its cluster and user are "
+          "kept (as a secret), relative file paths in them made absolute against the file's folder",
+          nullable=True),
     Field("kubeconfigFile", "string", "existing: the kubeconfig file of kubeconfigContext (default: "
-          "$KUBECONFIG, else ~/.kube/config)", nullable=True),
-    Field("certManager", "object", "cert-manager (Kamaji needs it)", nullable=True, ref=ADDON.name),
+          "$KUBECONFIG's first file, else ~/.kube/config)", nullable=True),
+    Field("certManager", "object", "cert-manager (Kamaji needs it; with install false, a check before "
+          "Kamaji fails naming it when its CRDs are missing)", nullable=True, ref=ADDON.name),
     Field("metallb", "object", "MetalLB (the tenant API addresses)", nullable=True, ref=ADDON.name),
-    Field("apiExposure", "string", "how tenant API servers are exposed: LoadBalancer or NodePort (existing "
-          "mode; each tenant then gives apiNodePort and konnectivityNodePort)", default=LOAD_BALANCER,
+    Field("apiExposure", "string", "how tenant API servers are exposed: LoadBalancer or, existing mode "
+          "only, NodePort (each tenant then gives apiNodePort and konnectivityNodePort); create-only on an "
+          "existing cluster", default=LOAD_BALANCER,
           enum=API_EXPOSURES),
-    Field("nodePortAddress", "string", "existing, NodePort: the management node address workers reach "
-          "tenant APIs on", nullable=True, checks=(IPV4_ADDRESS,)),
-    Field("apiClientCidrs", "array", "existing: the IPv4 CIDRs Pulumi's host and operators reach tenant "
+    Field("nodePortAddress", "string", "existing with NodePort, required there: the management node IPv4 "
+          "address workers and Pulumi reach node ports on", nullable=True, checks=(IPV4_ADDRESS,)),
+    Field("apiClientCidrs", "array", "existing, required there: the IPv4 CIDRs Pulumi's host and operators "
+          "reach tenant "
           "APIs from, as the control plane pods see them (kube-proxy masquerades external traffic to "
           "the management nodes' addresses: include their network)",
           nullable=True, cidr_prefix=(0, 32), in_code=True),
@@ -184,30 +201,36 @@ MANAGEMENT = Section("management", "The management cluster (kind on this machine
 GPU_MODEL = Section("gpuModel", "An extra GPU model as HAMi registers it.", (
     _integer_field("memoryMiB", "memory of one card in MiB", None, 1, INT32_MAX, required=True),
     _integer_field("cores", "compute of one card in percent", None, 1, 100, required=True),
-    _integer_field("splitCount", "how many pods may share one card", None, 1, 1024, required=True),
+    _integer_field("splitCount", "how many pods may share one card (its task slots)", None, 1, 1024,
+                   required=True),
     Field("product", "string", "the card's product string; must contain NVIDIA", required=True,
           checks=(Check(NVIDIA_PRODUCT, "{value!r} must contain 'NVIDIA': HAMi only registers NVIDIA "
                                         "devices whose type says so"),)),
 ))
 
 HAMI = Section("hami", "HAMi scheduler settings of one tenant.", (
-    Field("gpuSchedulerPolicy", "string", "how HAMi picks a card: binpack or spread",
+    Field("gpuSchedulerPolicy", "string", "how HAMi picks a card: binpack (fill a card before the next; "
+          "the dev stack's choice) or spread",
           default=_HAMI_DEFAULTS.gpu_scheduler_policy, enum=GPU_POLICIES),
     Field("nodeSchedulerPolicy", "string", "how HAMi picks a node: binpack or spread",
           default=_HAMI_DEFAULTS.node_scheduler_policy, enum=NODE_POLICIES),
-    Field("nodeLockTimeout", "string", "HAMi node-lock expiry, 1s..5m",
+    Field("nodeLockTimeout", "string", "HAMi node-lock expiry, 1s..5m, set with mock cards (no device "
+          "plugin releases the lock after a bind); real cards keep HAMi's 5-minute default",
           default=_HAMI_DEFAULTS.node_lock_timeout,
           checks=(Check(DURATION_1S_TO_5M, "{value!r} must be a duration like '5s' or '1m', "
                                            "between 1s and 5m"),)),
-    _integer_field("schedulerReplicas", "HAMi scheduler pods (leader-elected)",
+    _integer_field("schedulerReplicas", "HAMi scheduler pods (leader-elected: with the webhook failing "
+                   "closed, a second one takes over within the lease)",
                    _HAMI_DEFAULTS.scheduler_replicas, 1, 3),
 ))
 
 GPUS = Section("gpus", "The GPUs each worker of a tenant carries.", (
     Field("model", "string", "GPU model: built-in A100-80GB or one of gpuModels", required=True),
-    _integer_field("perWorker", "cards per worker (HAMi sorts up to 12 cards stably)", 1, 1,
+    _integer_field("perWorker", "cards per worker (HAMi sorts up to 12 cards stably, so the planner knows "
+                   "which card it takes)", 1, 1,
                    MAX_CARDS_PER_NODE),
-    Field("mock", "boolean", "register mock cards (no hardware)", default=True),
+    Field("mock", "boolean", "register mock cards (no hardware); false (worker hosts only): real NVIDIA "
+          "cards, registered by HAMi's device plugin", default=True),
 ))
 
 QUOTA_LIMITS = Section("gpuQuota", "GPU quota of one namespace of the tenant cluster.", tuple(
@@ -221,7 +244,7 @@ QUOTA_NAMESPACE = _dns_check(63)
 
 GPU_WORKLOAD = Section("gpuWorkload", "A GPU workload the tenant declares: every preview plans it on the "
                        "tenant's cards as HAMi would, in declared order, replicas in turn.", (
-    Field("name", "string", "the workload's name (DNS-1123 label), unique in the tenant", required=True,
+    Field("name", "string", "the workload's name (DNS-1035 label), unique in the tenant", required=True,
           checks=(_dns_check(63),)),
     _integer_field("replicas", "pods of this shape", 1, 1, MAX_REPLICAS),
     _integer_field("gpu", "cards per pod (nvidia.com/gpu)", 1, 1, MAX_CARDS_PER_NODE),
@@ -242,12 +265,14 @@ GPU_CAPACITY = Section("gpuCapacity", "What a preview does when declared GPU wor
 ))
 
 TENANT = Section("tenant", "One tenant: its control plane, networks, workers and GPUs.", (
-    Field("name", "string", "DNS-1035 label: the namespace and TenantControlPlane name", required=True,
+    Field("name", "string", "DNS-1035 label: also the tenant's namespace and TenantControlPlane name, "
+          "never a namespace the management cluster uses; every name generated from it (containers, "
+          "Secrets, Services, CronJobs) is checked too", required=True,
           checks=(_dns_check(MAX_NAME_LENGTH),), reserved=RESERVED_NAMESPACES,
           reserved_message="{value!r} is a namespace the management cluster uses"),
     Field("kubernetesVersion", "string", f"v1.X.Y with X in {versions.TENANT_MIN_MINOR}.."
           f"{versions.TENANT_MAX_MINOR} (Kamaji {versions.KAMAJI_IMAGE_TAG}); workers run "
-          "kindest/node:<this>",
+          "kindest/node:<this>; change it one minor at a time (Kamaji refuses skips and downgrades)",
           required=True, checks=(
               Check(K8S_VERSION_FORMAT, "{value!r} must look like v1.35.0 (the kindest/node and "
                                         "registry.k8s.io/kube-scheduler tag format)"),
@@ -255,23 +280,31 @@ TENANT = Section("tenant", "One tenant: its control plane, networks, workers and
                                            f"v1.{versions.TENANT_MAX_MINOR}, the range Kamaji "
                                            f"{versions.KAMAJI_IMAGE_TAG} accepts"))),
     _integer_field("controlPlaneReplicas", "API server pods", 1, 1, 5),
-    Field("podCidr", "string", "IPv4 pod CIDR, /8 to /22: one /24 per worker", required=True,
+    Field("podCidr", "string", "IPv4 pod CIDR, /8 to /22: one /24 per worker, so plan it for the workers "
+          "the tenant will have; create-only", required=True,
           cidr_prefix=(8, 22)),
-    Field("serviceCidr", "string", "IPv4 service CIDR, /12 to /28", required=True, cidr_prefix=(12, 28)),
-    _integer_field("workers", "worker nodes, at most one per /24 of podCidr", 1, 0, names.MAX_WORKERS),
+    Field("serviceCidr", "string", "IPv4 service CIDR, /12 to /28 (cluster DNS at its 10th address); "
+          "create-only", required=True, cidr_prefix=(12, 28)),
+    _integer_field("workers", "worker containers (mode kind), at most one per /24 of podCidr (a /22 holds "
+                   "4); with hosts leave it out (their number is the workers'); in mode existing a tenant "
+                   "without hosts sets 0", 1, 0, names.MAX_WORKERS),
     Field("gpus", "object", "the GPUs of each worker (none when absent)", nullable=True, ref=GPUS.name),
     Field("hami", "object", "HAMi scheduler settings", nullable=True, ref=HAMI.name),
     Field("gpuQuotas", "object", "namespace of the tenant cluster -> its GPU quota", nullable=True,
           ref="gpuQuotas"),
     Field("addressBlock", "integer", "which block of 128 worker addresses of the Docker network is this "
-          "tenant's (default: its position in tenants); create-only", minimum=0),
+          "tenant's, what its control plane admits (default: its position in tenants); create-only: pin it "
+          "before removing or inserting a tenant ahead of this one", minimum=0),
     Field("gpuWorkloads", "array", "GPU workloads the tenant's teams will run: each preview says whether "
           "they fit", nullable=True, ref=GPU_WORKLOAD.name),
     Field("hosts", "array", "worker hosts joined over SSH (management mode existing), instead of workers",
           nullable=True, ref=HOST.name),
-    Field("apiNodePort", "integer", "the API server's node port (management apiExposure NodePort)",
+    Field("apiNodePort", "integer", "the API server's node port (management apiExposure NodePort, "
+          "required there), unique across the stack's tenants; the cluster's other node ports are not "
+          "checked",
           nullable=True, minimum=NODE_PORT_MIN, maximum=NODE_PORT_MAX),
-    Field("konnectivityNodePort", "integer", "Konnectivity's node port (management apiExposure NodePort)",
+    Field("konnectivityNodePort", "integer", "Konnectivity's node port (management apiExposure NodePort, "
+          "required there), unique across the stack's tenants",
           nullable=True, minimum=NODE_PORT_MIN, maximum=NODE_PORT_MAX),
 ))
 
@@ -284,17 +317,21 @@ REFERENCE_POD = Section("referencePod", "A reference GPU workload for the capaci
 # The stack config's own keys (each `kamaji-hami-platform:<key>` in Pulumi.<stack>.yaml). Other keys of
 # the project namespace are not read, so not refused either.
 ROOT = Section("config", "The platform's keys of a stack's config.", (
-    Field("management", "object", "the kind management cluster", nullable=True, ref=MANAGEMENT.name),
+    Field("management", "object", "the management cluster: kind on this machine, or an existing one",
+          nullable=True, ref=MANAGEMENT.name),
     Field("tenants", "array", "the tenants, at least one", required=True, ref=TENANT.name),
     Field("gpuModels", "object", "extra GPU models by name (A100-80GB is built in)", nullable=True,
           ref="gpuModels"),
-    Field("referencePod", "object", "workload shape for the capacity outputs", nullable=True,
+    Field("referencePod", "object", "workload shape for the capacity outputs (each tenant's "
+          "gpuCapacity.referencePodsThatFit)", nullable=True,
           ref=REFERENCE_POD.name),
     Field("gpuCapacity", "object", "what a preview does when declared GPU workloads do not fit",
           nullable=True, ref=GPU_CAPACITY.name),
-    Field(MANAGEMENT_KUBECONFIG_KEY, "string", "secret: the existing management cluster's kubeconfig "
-          "(pulumi config set --secret managementKubeconfig < file)", nullable=True, ref="secret"),
-    Field(SSH_KEYS_KEY, "object", "secret: SSH private keys by name, for worker hosts and bastions "
+    Field(MANAGEMENT_KUBECONFIG_KEY, "string", "secret, mode existing: the management cluster's "
+          "kubeconfig (pulumi config set --secret managementKubeconfig < file); a plain value is refused",
+          nullable=True, ref="secret"),
+    Field(SSH_KEYS_KEY, "object", "secret: unencrypted SSH private keys by name, for worker hosts and "
+          "bastions "
           "(pulumi config set --secret --path 'sshPrivateKeys.<name>' < key)", nullable=True,
           ref=SSH_KEYS_KEY),
 ))

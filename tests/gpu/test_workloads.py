@@ -157,7 +157,8 @@ class TestPlan:
             "tenants[0].gpuWorkloads[0] (tenant-a/share): 1 of 4 replicas refused: 0/1 nodes are "
             "available: 1 1/1 CardInsufficientCore. Smallest change that fits: 1 more worker(s) of this "
             "tenant's shape (workers: 2) or 1 more card(s) per worker (gpus.perWorker: 2)."]
-        assert f"  - {problems[0]}" in (ROOT / "README.md").read_text(), "the README shows the real message"
+        assert f"  - {problems[0]}" in (ROOT / "docs" / "gpu-capacity.md").read_text(), \
+            "docs/gpu-capacity.md shows the real message"
 
 
 class TestQuotas:
