@@ -1,7 +1,7 @@
 """JSON Schema (draft 2020-12) of a stack file, generated from the config's key tables (config/fields.py).
 
 `python -m kamaji_hami_platform.config.json_schema > schema/stack-config.schema.json` writes the
-published copy (tests/test_config_schema.py fails while it differs). The schema checks every key's
+published copy (tests/config/test_json_schema.py fails while it differs). The schema checks every key's
 type, bounds, enum and text rules as `parse_config` does; the rules that compare keys stay in code
 (config.CODE_ONLY_RULES, listed in the schema's `$comment`).
 """

@@ -1,7 +1,7 @@
 """The configuration reference (docs/reference/configuration.md), generated from the config's key tables.
 
 `python -m kamaji_hami_platform.config.reference > docs/reference/configuration.md` writes the
-published copy (tests/test_docs.py fails while it differs). Every key of `config.ROOT` and of each
+published copy (tests/project/test_docs.py fails while it differs). Every key of `config.ROOT` and of each
 `Section` it reaches is listed with its path, type, default, bounds, enum and text rules, as the
 validator reads them (config/fields.py), then the rules only the program checks
 (`config.CODE_ONLY_RULES`). The example error is the validator's own message for a bad config.
@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kamaji_hami_platform import config
-from kamaji_hami_platform.config import ConfigError, Field, Section, parse_config
-from kamaji_hami_platform.config import json_schema as config_schema
+from kamaji_hami_platform.config import ConfigError, Field, Section, json_schema, parse_config
 
 REFERENCE_PATH = "docs/reference/configuration.md"
 REGENERATE = f"python -m kamaji_hami_platform.config.reference > {REFERENCE_PATH}"
@@ -228,13 +227,13 @@ def code_only_rules() -> str:
 
 def schema_and_stacks() -> str:
     return f"""\
-`{config_schema.SCHEMA_PATH}` is a JSON Schema (draft 2020-12) of a `Pulumi.<stack>.yaml`,
+`{json_schema.SCHEMA_PATH}` is a JSON Schema (draft 2020-12) of a `Pulumi.<stack>.yaml`,
 generated from the same key tables (`kamaji_hami_platform/config/fields.py`) that the validator
 reads and that this page is generated from (`make test` fails when either is stale; regenerate
-with `{config_schema.REGENERATE}` and `{REGENERATE}`). It checks every key's type, bounds, enum
+with `{json_schema.REGENERATE}` and `{REGENERATE}`). It checks every key's type, bounds, enum
 and text rule; the rules above, across keys, only `pulumi preview` checks, as the schema's
 `$comment` lists. An editor with the YAML language server validates a stack file that starts with
-`# yaml-language-server: $schema={config_schema.SCHEMA_PATH}` (as `Pulumi.ci.yaml` does).
+`# yaml-language-server: $schema={json_schema.SCHEMA_PATH}` (as `Pulumi.ci.yaml` does).
 
 `Pulumi.yaml` declares the {len(config.ROOT.fields)} top-level keys with a type and description (its
 comment cites the Pulumi engine's rules): the CLI checks that each stack's value is a mapping

@@ -1,4 +1,4 @@
-"""HamiNodePool: HAMi in a tenant and the (mock) GPUs of its workers (design §4)."""
+"""HamiNodePool: HAMi in a tenant and the (mock) GPUs of its workers (docs/architecture.md)."""
 
 # No `from __future__ import annotations` here: the component-provider analyzer (pulumi
 # provider/experimental/analyzer.py) reads these annotations with inspect.get_annotations, unevaluated,
@@ -141,7 +141,7 @@ class HamiNodePool(pulumi.ComponentResource):
         # label and annotation, never the node. A replaced worker is a new Node
         # (the old one is deleted with its container): the registration is
         # replaced with it, so the new Node gets its GPUs too.
-        # Named after the pool since issue 20; the alias keeps the dev stack's `<node>-gpus`.
+        # Named after the pool since 0.1.0; the alias keeps older stacks' `<node>-gpus`.
         # From another language, the worker is a stand-in carrying its URN (resource_inputs.py).
         return kubernetes.core.v1.NodePatch(
             f"{name}-{node}",

@@ -101,7 +101,8 @@ def workload_request(workload: GpuWorkloadConfig) -> GpuRequest:
     return request
 
 
-# The quota keys as config.py accepts them: HAMi's two, then Kubernetes' count of cards.
+# The quota keys as the config accepts them (config/rules.py QUOTA_KEYS): HAMi's two, then
+# Kubernetes' count of cards.
 HAMI_MEMORY_QUOTA, HAMI_CORES_QUOTA, GPU_REQUESTS_QUOTA = QUOTA_KEYS
 
 

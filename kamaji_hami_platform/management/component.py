@@ -1,4 +1,4 @@
-"""ManagementCluster: kind, cert-manager, MetalLB and Kamaji (design §4)."""
+"""ManagementCluster: kind, cert-manager, MetalLB and Kamaji (docs/architecture.md)."""
 
 # No `from __future__ import annotations` here: the component-provider analyzer (pulumi
 # provider/experimental/analyzer.py) reads these annotations with inspect.get_annotations, unevaluated,
@@ -37,15 +37,15 @@ METALLB = "metallb"
 RELEASES = (CERT_MANAGER, METALLB, render.KAMAJI_RELEASE)
 
 
-# The name the platform's program gave its only ManagementCluster before issue 20, when the Helm
-# releases were named `cert-manager`, `metallb`, `kamaji`. A URN holds the parent's type, not its
-# name, so an alias to those names would be the same for every ManagementCluster of a stack: only
-# the one that can have such a past carries it.
+# The name the platform's program gives its only ManagementCluster. Before 0.1.0 named every child
+# after its component, its Helm releases were named `cert-manager`, `metallb`, `kamaji`.
+# A URN holds the parent's type, not its name, so an alias to those names would be the same for
+# every ManagementCluster of a stack: only the one that can have such a past carries it.
 LEGACY_NAME = "management"
 
 
 def legacy_aliases(name: str, old_release_name: str) -> list[pulumi.Alias]:
-    """The release's name before issue 20, for the ManagementCluster that had it."""
+    """The release's name before 0.1.0, for the ManagementCluster that had it."""
     return [pulumi.Alias(name=old_release_name)] if name == LEGACY_NAME else []
 
 
@@ -151,7 +151,7 @@ class ManagementCluster(pulumi.ComponentResource):
             on_cluster, before_releases = self._existing_cluster(name, management, given_kubeconfig, child)
             before_kamaji = before_releases
 
-        # Named after the component since issue 20; the alias keeps the dev stack's releases.
+        # Named after the component since 0.1.0; the alias keeps older stacks' releases.
         def release(release_name: str, pinned: versions.HelmChart, namespace: str,
                     platform_values: dict[str, Any]) -> kubernetes.helm.v3.Release:
             return _helm_release(
@@ -186,7 +186,7 @@ class ManagementCluster(pulumi.ComponentResource):
                             *self.create_only])))
 
         # Kamaji's TCP webhooks fail closed and its readiness is a bare ping:
-        # tenants wait until a dry-run TCP is accepted (kamaji_hami_platform/readiness.py).
+        # tenants wait until a dry-run TCP is accepted (management/kamaji_webhook.py).
         self.kamaji_webhook = local.Command(
             f"{name}-kamaji-webhook",
             create=kamaji_webhook.kamaji_webhook_wait_script(management),
@@ -264,7 +264,7 @@ class ManagementCluster(pulumi.ComponentResource):
                 depends_on=[kubeconfig_cmd])),
         )
         # What kind adds to its nodes on some hosts, read once per kind cluster, as kind reads it
-        # for its own node: the workers start with the same (kamaji_hami_platform/docker_host.py).
+        # for its own node: the workers start with the same (management/docker_host.py).
         host_check = local.Command(
             f"{name}-docker-host",
             create=docker_host.host_flags_script(),

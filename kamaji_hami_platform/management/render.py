@@ -131,7 +131,7 @@ def metallb_l2_advertisement_spec() -> dict[str, Any]:
 
 # Settings a running management cluster cannot take. The kind cluster is protected, so a
 # change that would replace it (and with it every control plane, every tenant's data) is
-# refused by the engine; these guards name the setting (kamaji_hami_platform/create_only.py).
+# refused by the engine; these guards name the setting (kamaji_hami_platform/create_only_guards.py).
 MANAGEMENT_WAY_OUT = ("set the old value back, or rebuild the platform with the new one: make down, "
                       "then make up (every tenant starts empty)")
 # Guarded before kind is touched (the kind command, Kamaji and the pool wait for them).

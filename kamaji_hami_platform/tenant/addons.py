@@ -6,7 +6,7 @@ here rather than through Kamaji's addon because, inside a kindest/node
 container, kube-proxy must not write the host's nf_conntrack_max (read-only
 outside the host network namespace since Linux 5.12; kind issue #2240):
 `conntrack.maxPerCore: 0` is what kind and kinder run with, and Kamaji's addon
-has no way to set it (design §7).
+has no way to set it (docs/design/worker-containers.md).
 
 Both talk to the tenant API server at its load-balancer endpoint, because the
 `kubernetes` Service they would otherwise use is implemented by kube-proxy itself.

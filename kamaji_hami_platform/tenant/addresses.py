@@ -1,7 +1,7 @@
 """What tenants on one management cluster must not share: their block of worker addresses on the
 Docker network, and their pod and service networks.
 
-A stack file's validator checks these across all tenants (config.py). Components are created one
+A stack file's validator checks these across all tenants (config/cross_tenant.py). Components are created one
 by one, so each KamajiTenant claims its own here, per program run and management cluster, and a
 second tenant that would take a claimed block or overlap a claimed network is refused before it
 creates anything. Tenants of different programs (stacks) on one Docker host are not seen here.

@@ -1,4 +1,4 @@
-"""KamajiTenant: one tenant cluster (design §4).
+"""KamajiTenant: one tenant cluster (docs/architecture.md).
 
 Namespace and NetworkPolicies in the management cluster, the TenantControlPlane,
 its admin kubeconfig and a provider for the tenant, kubeadm-joined workers (containers on
@@ -204,7 +204,7 @@ class KamajiTenant(pulumi.ComponentResource):
         self.control_plane_uid = self.admin_secret.metadata.apply(
             lambda meta: control_plane_uid(meta, pulumi.runtime.is_dry_run()))
         # Kamaji authorizes the admin credentials a while after the TCP is Ready;
-        # nothing is created inside the tenant before they are (kamaji_hami_platform/readiness.py).
+        # nothing is created inside the tenant before they are (tenant/admin_access.py).
         self.admin_access = local.Command(
             f"{name}-admin-access",
             create=admin_access.tenant_admin_access_script(tenant, management_settings),

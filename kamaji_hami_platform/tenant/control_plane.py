@@ -152,7 +152,7 @@ def tenant_control_plane(tenant: TenantConfig, management: ManagementConfig | No
                 "dnsServiceIPs": [tenant.dns_service_ip],
             },
             # kube-proxy is deployed by the platform (kube_proxy.py), not by
-            # Kamaji's addon, which has no conntrack override (design §7).
+            # Kamaji's addon, which has no conntrack override (tenant/addons.py).
             "addons": {
                 "coreDNS": {},
                 "konnectivity": {

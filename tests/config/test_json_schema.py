@@ -15,13 +15,12 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, ValidationError, validators
 
 from kamaji_hami_platform import config
-from kamaji_hami_platform.config import ConfigError, parse_config
-from kamaji_hami_platform.config import json_schema as config_schema
+from kamaji_hami_platform.config import ConfigError, json_schema, parse_config
 from tests.harness import ROOT, dev_stack_config
 
 pytestmark = pytest.mark.unit
 
-SCHEMA_FILE = ROOT / config_schema.SCHEMA_PATH
+SCHEMA_FILE = ROOT / json_schema.SCHEMA_PATH
 STACK_FILES = sorted(ROOT.glob("Pulumi.*.yaml"))
 
 
@@ -33,12 +32,12 @@ def _ecma_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> A
 
 
 EcmaValidator = validators.extend(Draft202012Validator, {"pattern": _ecma_pattern})
-VALIDATOR = EcmaValidator(config_schema.stack_config_schema())
+VALIDATOR = EcmaValidator(json_schema.stack_config_schema())
 
 
 def stack_document(raw: dict[str, Any]) -> dict[str, Any]:
     """An unprefixed config (as parse_config takes it) as a stack file."""
-    return {"config": {config_schema.PREFIX + key: value for key, value in raw.items()}}
+    return {"config": {json_schema.PREFIX + key: value for key, value in raw.items()}}
 
 
 def schema_errors(raw: dict[str, Any]) -> list[str]:
@@ -47,8 +46,8 @@ def schema_errors(raw: dict[str, Any]) -> list[str]:
 
 
 def test_the_published_schema_is_the_generated_one():
-    assert SCHEMA_FILE.read_text() == config_schema.render(), (
-        f"{config_schema.SCHEMA_PATH} is stale: regenerate it with `{config_schema.REGENERATE}`")
+    assert SCHEMA_FILE.read_text() == json_schema.render(), (
+        f"{json_schema.SCHEMA_PATH} is stale: regenerate it with `{json_schema.REGENERATE}`")
 
 
 def test_the_schema_is_a_valid_draft_2020_12_schema():
@@ -61,7 +60,7 @@ def test_every_key_has_a_description_and_every_code_only_rule_is_listed():
     for section in (*config.SECTIONS, config.ROOT):
         for spec in section.fields:
             assert spec.description and "\n" not in spec.description, f"{section.name}.{spec.key}"
-    comment = config_schema.stack_config_schema()["$comment"]
+    comment = json_schema.stack_config_schema()["$comment"]
     assert all(f"{key}: {text}" in comment for key, text in config.CODE_ONLY_RULES.items())
 
 

@@ -16,8 +16,8 @@ from kamaji_hami_platform.config import (
     load_stack_file,
     parse_config,
     secret_values,
+    secrets,
 )
-from kamaji_hami_platform.config import secrets as secrets_check
 from tests.harness import PRODUCTION_STACK, fake_kubeconfig, fake_private_key, stack_config
 
 pytestmark = pytest.mark.unit
@@ -235,17 +235,17 @@ class TestPrivateKeyShapes:
     """Real keys from OpenSSH's ssh-keygen (the format pulumi-command and ssh read)."""
 
     def test_unencrypted_openssh_and_pem_keys_pass(self, tmp_path):
-        assert secrets_check.private_key_problems(ssh_keygen(tmp_path, "-t", "ed25519", "-N", "")) == []
-        assert secrets_check.private_key_problems(ssh_keygen(tmp_path, "-t", "rsa", "-b", "2048", "-m", "PEM",
+        assert secrets.private_key_problems(ssh_keygen(tmp_path, "-t", "ed25519", "-N", "")) == []
+        assert secrets.private_key_problems(ssh_keygen(tmp_path, "-t", "rsa", "-b", "2048", "-m", "PEM",
                                                              "-N", "")) == []
 
     def test_keys_with_a_passphrase_are_refused(self, tmp_path):
         for options in (("-t", "ed25519"), ("-t", "rsa", "-b", "2048", "-m", "PEM")):
             key = ssh_keygen(tmp_path, *options, "-N", "a passphrase")
-            assert secrets_check.private_key_problems(key) == [secrets_check.PASSPHRASE_PROBLEM], options
+            assert secrets.private_key_problems(key) == [secrets.PASSPHRASE_PROBLEM], options
 
     def test_a_public_key_or_garbage_is_not_a_private_key(self, tmp_path):
         ssh_keygen(tmp_path, "-t", "ed25519", "-N", "")
         public = (tmp_path / "key.pub").read_text()
-        assert secrets_check.private_key_problems(public) == [
+        assert secrets.private_key_problems(public) == [
             "is not a PEM or OpenSSH private key (-----BEGIN ... PRIVATE KEY-----)"]

@@ -41,7 +41,7 @@ SUBNET_ENV = "E2E_DOCKER_SUBNET"
 STACK_PREFIX = "e2e"
 DEFAULT_SUBNET = "172.29.0.0/16"  # beside the dev stack's 172.30.0.0/16
 # The stack's name is also its kind cluster's and Docker network's: a DNS label of at most 40
-# characters, as management.name (kamaji_hami_platform/config.py).
+# characters, as management.name (kamaji_hami_platform/config/fields.py).
 STACK_NAME_LIMIT = 40
 _STACK_NAME = re.compile(rf"^{STACK_PREFIX}([-a-z0-9]*[a-z0-9])?$")
 MANAGEMENT_KEY = f"{PROJECT}:management"

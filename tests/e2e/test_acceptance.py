@@ -1,4 +1,4 @@
-"""TC-00..TC-08 against a deployed stack (design §5).
+"""TC-00..TC-08 against a deployed stack (docs/development/live-suite.md).
 
 Expected outcomes come from the fit model's plan for the stack's own config and from
 the cards the stack registered (its `gpuCards` output). Each case gets the state it

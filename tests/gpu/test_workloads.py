@@ -1,4 +1,4 @@
-"""GPU capacity as code (issue 21): declared workloads validated, planned as HAMi would place them,
+"""GPU capacity as code: declared workloads validated, planned as HAMi would place them,
 exported in every preview, and a stack whose workloads do not fit refused before any resource."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What a worker needs from its Docker host, detected as kind detects it
-(kamaji_hami_platform/docker_host.py)."""
+(kamaji_hami_platform/management/docker_host.py)."""
 
 from __future__ import annotations
 

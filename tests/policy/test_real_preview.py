@@ -60,7 +60,7 @@ def fresh_program() -> Program:
 @pytest.fixture(scope="module")
 def fresh_today(fresh_program) -> dict:
     """Today's program in a fresh preview, in the recording's shape (what the recording lacks:
-    the create-only guards, the worker scripts of issue 17)."""
+    the create-only guards, the worker scripts since)."""
     return fixture_from_program(fresh_program, fresh=True)
 
 
@@ -142,17 +142,17 @@ def _comparable(value: Any) -> Any:
 
 _IDS = "resource ids: the mocks' are not the engine's"
 _SECRET = "an unknown secret: the recording wrote it as an empty string"
-_WORKER = "issue 17: the worker waits for Ready, a failed drain stops its delete"
-_LEAVES = "issue 17: only the endpoint's own values wait for it (were the whole field)"
-_GUARD = "issue 17: one protected guard per create-only setting"
-_NETWORK = "issue 18: the platform's own Docker network, workers at fixed addresses"
-_RENAMED = "issue 20: named after its component, the old name an alias"
-_CHART = "issue 18: Kamaji's chart from its tag, verified by digest (unknown in a fresh preview)"
+_WORKER = "the worker waits for Ready, a failed drain stops its delete"
+_LEAVES = "only the endpoint's own values wait for it (were the whole field)"
+_GUARD = "one protected guard per create-only setting"
+_NETWORK = "the platform's own Docker network, workers at fixed addresses"
+_RENAMED = "named after its component, the old name an alias"
+_CHART = "Kamaji's chart from its tag, verified by digest (unknown in a fresh preview)"
 RECORDING_DRIFT: dict[str, tuple[str, str]] = {
     # name: (what differs, why)
     "kamaji-hami-platform-dev": ("removed", "the stack: the engine's, not a registration"),
     "default_1_2_1": ("removed", "the command default provider: the engine's, not a registration"),
-    "management-create-only-settings": ("removed", "issue 17: split into one guard per setting"),
+    "management-create-only-settings": ("removed", "split into one guard per setting"),
     **{f"management-create-only-{key}": ("added", _GUARD) for key in
        ("name", "nodeImage", "dockerNetwork", "kamajiEtcdReplicas", "metallbAddressRange")},
     **{f"{tenant}-create-only-{key}": ("added", _GUARD) for tenant in ("tenant-a", "tenant-b")
@@ -160,27 +160,27 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
     **{f"{tenant}-worker-0": ("create,delete,environment,triggers", f"{_WORKER}; {_SECRET}; {_NETWORK}")
        for tenant in ("tenant-a", "tenant-b")},
     **{f"{tenant}-admin-access": ("environment", _SECRET) for tenant in ("tenant-a", "tenant-b")},
-    **{f"{tenant}-kindnet-daemonset-kube-system-kindnet": ("spec", f"{_LEAVES}; issue 18: no CPU limit")
+    **{f"{tenant}-kindnet-daemonset-kube-system-kindnet": ("spec", f"{_LEAVES}; no CPU limit")
        for tenant in ("tenant-a", "tenant-b")},
-    **{f"{tenant}-control-plane": ("metadata", "issue 18: Ready at the tenant's version")
+    **{f"{tenant}-control-plane": ("metadata", "Ready at the tenant's version")
        for tenant in ("tenant-a", "tenant-b")},
     **{f"{tenant}-kube-proxy-daemonset-kube-system-kube-proxy": ("spec", f"{_LEAVES}; its config hash")
        for tenant in ("tenant-a", "tenant-b")},
     **{f"{tenant}-kube-proxy-configmap-kube-system-kube-proxy": ("data", _LEAVES)
        for tenant in ("tenant-a", "tenant-b")},
     **{f"{tenant}-k8s": ("enableConfigMapMutable,version",
-                         "issue 17: ConfigMaps updated in place; the recording ran provider 4.25.0, "
+                         "ConfigMaps updated in place; the recording ran provider 4.25.0, "
                          "the program pins 4.34.2") for tenant in ("tenant-a", "tenant-b")},
     "management-k8s": ("clusterIdentifier,version", f"{_IDS}; provider 4.25.0 in the recording"),
     **{f"management-{command}": ("triggers", _IDS) for command in ("kamaji-webhook", "kubeconfig")},
-    # issue 18: the platform's own network replaces kind's `kind` and the range read from it
+    # the platform's own network replaces kind's `kind` and the range read from it
     "management-docker-network": ("removed", _NETWORK),
     "management-network": ("added", _NETWORK),
-    "management-docker-host": ("added", "issue 18: what kind adds to its nodes on some hosts"),
+    "management-docker-host": ("added", "what kind adds to its nodes on some hosts"),
     "management-kamaji-chart": ("added", _CHART),
-    "management-kindnet-limits": ("added", "issue 18: the isolating management kindnetd without limits"),
-    # issue 20: children named after their component, the old names kept as aliases (the engine
-    # moves the state; tests/test_package.py checks every old URN is reached)
+    "management-kindnet-limits": ("added", "the isolating management kindnetd without limits"),
+    # children named after their component, the old names kept as aliases (the engine
+    # moves the state; tests/program/test_package.py checks every old URN is reached)
     **{release: ("removed", _RENAMED) for release in ("cert-manager", "metallb", "kamaji")},
     **{f"management-{release}": ("added", _RENAMED) for release in ("cert-manager", "metallb")},
     "management-kamaji": ("added", f"{_RENAMED}; {_CHART}"),
@@ -192,7 +192,7 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
     "management-kind": ("create,environment,triggers", f"{_NETWORK}; the node checked on it"),
     "management-metallb-pool": ("spec", f"{_NETWORK}: the range is known from the config"),
     **{f"{tenant}-networkpolicy-{tenant}-allow-control-plane-ingress": (
-        "spec", "issue 18: only the tenant's own workers, the host and Kamaji")
+        "spec", "only the tenant's own workers, the host and Kamaji")
        for tenant in ("tenant-a", "tenant-b")},
 }
 

@@ -279,7 +279,7 @@ def test_workers_and_network_given_as_outputs_order_and_replace_what_they_did(tm
     Outputs (the provider wraps inputs that carry dependencies): the GPU registrations and the
     workers still wait for them, and are replaced with them: `replace_with` names a stand-in whose
     URN the Output gives (resource_inputs.py; pulumi/runtime/resource.py `prepare_resource` awaits
-    each replace_with resource's URN). Every other encoding: tests/test_construct_encodings.py."""
+    each replace_with resource's URN). Every other encoding: tests/program/test_construct_encodings.py."""
     main = _program(tmp_path, """
         import pulumi
         from kamaji_hami_platform import (HamiNodePool, HamiNodePoolArgs, KamajiTenant, KamajiTenantArgs,

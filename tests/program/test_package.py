@@ -1,4 +1,4 @@
-"""The component package (issue 20): the dev stack's resources kept through aliases, components
+"""The component package: the dev stack's resources kept through aliases, components
 composed by another program, two platforms in one stack, overrides, bad arguments, and a real
 `pip install .` into a fresh virtualenv running the example program under mocks."""
 

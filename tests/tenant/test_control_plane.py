@@ -135,4 +135,4 @@ def test_addons_konnectivity_and_coredns_but_not_kamaji_kube_proxy(tcp):
     assert addons["konnectivity"]["server"]["port"] == 8132
     assert addons["konnectivity"]["agent"]["hostNetwork"] is True
     assert addons["coreDNS"] == {}
-    assert "kubeProxy" not in addons, "kube-proxy is deployed by the platform (design §7)"
+    assert "kubeProxy" not in addons, "kube-proxy is deployed by the platform (tenant/addons.py)"
