@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -296,11 +297,17 @@ print(json.dumps({"package": kamaji_hami_platform.__file__, "types": seen}))
 
 def test_pip_install_into_a_fresh_venv_runs_the_example(tmp_path):
     """`pip install .` (the pyproject's build backend and dependencies, nothing from this checkout
-    on the path) gives a package that the example program composes, and the planner's console
-    script."""
+    on the path) gives a package that the example program composes, its shell templates included,
+    and the planner's console script. The new virtualenv sees the test virtualenv's packages (the
+    exact pins of requirements.txt) through a .pth file, so pip resolves the pyproject's
+    dependencies against them instead of downloading them again, and `pip check` holds them to it."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    pinned = sysconfig.get_paths()["purelib"]
+    Path(site, "pinned-requirements.pth").write_text(pinned + "\n")
     # From a copy of what the package is made of: setuptools writes build/ and *.egg-info beside
     # the sources, never into this checkout.
     source = tmp_path / "source"
@@ -311,6 +318,8 @@ def test_pip_install_into_a_fresh_venv_runs_the_example(tmp_path):
     install = subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(source)],
                              capture_output=True, text=True, timeout=900)
     assert install.returncode == 0, install.stderr[-3000:]
+    check = subprocess.run([str(python), "-m", "pip", "check"], capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0, check.stdout + check.stderr
     workdir = tmp_path / "program"
     workdir.mkdir()
     (workdir / "__main__.py").write_text((EXAMPLE / "__main__.py").read_text())

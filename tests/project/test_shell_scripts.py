@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kamaji_hami_platform import shell_templates
-from tests.harness import ROOT, dev_stack_config, production_config, run_program
+from tests.harness import ROOT, production_config, run_program
 from tests.project.shell_cases import ACCEPTED, BASH, GOLDEN, SH, Case, cases
 
 pytestmark = pytest.mark.unit
@@ -36,17 +36,28 @@ def shellcheck() -> str:
     return found
 
 
-def findings(script: str, shell: str) -> list[dict]:
-    result = subprocess.run([shellcheck(), f"--shell={shell}", "--format=json1", "-"], input=script,
-                            capture_output=True, text=True, timeout=60, check=False)
-    assert result.returncode in (0, 1), result.stderr
-    return json.loads(result.stdout)["comments"]
+@pytest.fixture(scope="module")
+def findings(tmp_path_factory) -> dict[str, list[dict]]:
+    """shellcheck's findings per case: every case written to a file, one shellcheck run per shell."""
+    folder = tmp_path_factory.mktemp("scripts")
+    files = {case.path: folder / f"{index}.{case.shell}" for index, case in enumerate(CASES)}
+    for case in CASES:
+        files[case.path].write_text(case.render())
+    by_file: dict[str, list[dict]] = {str(path): [] for path in files.values()}
+    for shell in (SH, BASH):
+        paths = [str(files[case.path]) for case in CASES if case.shell == shell]
+        result = subprocess.run([shellcheck(), f"--shell={shell}", "--format=json1", *paths],
+                                capture_output=True, text=True, timeout=120, check=False)
+        assert result.returncode in (0, 1), result.stderr
+        for comment in json.loads(result.stdout)["comments"]:
+            by_file[comment["file"]].append(comment)
+    return {case.path: by_file[str(files[case.path])] for case in CASES}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.path for case in CASES])
-def test_the_script_passes_shellcheck(case: Case):
+def test_the_script_passes_shellcheck(case: Case, findings):
     """Every finding is one the case accepts on purpose (ACCEPTED says why); at any severity."""
-    seen = findings(case.render(), case.shell)
+    seen = findings[case.path]
     codes = {f"SC{finding['code']}" for finding in seen}
     unexpected = [f"line {f['line']}: SC{f['code']} {f['message']}" for f in seen
                   if f"SC{f['code']}" not in case.accepted]
@@ -91,10 +102,10 @@ def _stored_scripts(program) -> list[tuple[str, str, str]]:
 
 
 @pytest.mark.parametrize("stack", ["dev", "production"])
-def test_every_script_a_resource_stores_is_linted_with_its_shell(stack):
+def test_every_script_a_resource_stores_is_linted_with_its_shell(stack, dev_program):
     """What `pulumi up` stores is exactly a linted case, with the interpreter its resource gives."""
     if stack == "dev":
-        program = run_program(dev_stack_config())
+        program = dev_program
     else:
         config, secret_keys = production_config()
         program = run_program(config, stack="prod", secret_keys=secret_keys)

@@ -1,0 +1,49 @@
+"""Every resource a stack registers, as recorded: its URN, type, parent, provider, dependencies,
+inputs (the wire form: secrets marked) and options, in a stable order. The record of the dev and
+production stacks (tests/fixtures/stack-resources/) is what an existing stack has: a change shows
+in review, and one made on purpose gets an upgrade note in CHANGELOG.md.
+
+    python -m tests.stack_resources    # record the stacks again after a deliberate change
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.harness import ROOT, Program, dev_stack_config, production_config, run_program
+
+RECORDS = ROOT / "tests" / "fixtures" / "stack-resources"
+
+
+def _stable(value: Any) -> Any:
+    """Lists of URNs sorted (the order dependencies arrive in is the SDK's, not the program's)."""
+    if isinstance(value, dict):
+        return {key: _stable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        items = [_stable(item) for item in value]
+        if items and all(isinstance(item, str) and item.startswith("urn:") for item in items):
+            items.sort()
+        return items
+    return value
+
+
+def record(program: Program) -> str:
+    resources = [{"type": reg.type, "name": reg.name, "urn": reg.urn, "parent": reg.parent,
+                  "provider": reg.provider, "dependencies": sorted(reg.dependencies), "custom": reg.custom,
+                  "wire": reg.wire, "options": reg.options}
+                 for reg in sorted(program.registrations, key=lambda reg: reg.urn)]
+    return json.dumps(_stable(resources), indent=1, sort_keys=True).replace(str(ROOT), "<ROOT>")
+
+
+def stacks() -> dict[str, Program]:
+    config, secret_keys = production_config()
+    return {"dev": run_program(dev_stack_config()),
+            "production": run_program(config, stack="prod", secret_keys=secret_keys)}
+
+
+if __name__ == "__main__":
+    RECORDS.mkdir(parents=True, exist_ok=True)
+    for name, program in stacks().items():
+        (RECORDS / f"{name}.json").write_text(record(program))
+    print(f"recorded the dev and production stacks' resources in {RECORDS.relative_to(ROOT)}")
