@@ -3,7 +3,7 @@
 A partial simulation tier: the real API server, with the platform's admission plugins and
 authorization modes, validates and admits what the program renders and enforces RBAC and
 quotas for real. HAMi's scheduler is not here (its Go module is not served to this machine),
-so the GPU placement cases TC-03..TC-08 are not either; see the README.
+so the GPU placement cases TC-03..TC-08 are not either; see docs/development/testing.md.
 """
 
 from __future__ import annotations
