@@ -62,9 +62,10 @@ def host_port(url: str) -> str:
 def control_plane_uid(secret_metadata: object, dry_run: bool) -> str:
     """The TenantControlPlane's UID: what tells a new control plane from the one workers joined.
 
-    Read from the admin kubeconfig Secret's controller reference, which every preview reads for
-    real, not from the TCP's outputs, which lack it when pulumi-kubernetes cannot dry-run an
-    update. Missing: unknown in preview (never ""), an error in `up`.
+    Read from the admin kubeconfig Secret's controller reference (read for real in a preview
+    unless the TCP is new or replaced), not from the TCP's outputs, which lack it when
+    pulumi-kubernetes cannot dry-run an update. Missing: unknown in preview (never ""), an error
+    in `up`.
     Rationale and sources: docs/design/tenant-control-plane.md.
     """
     owners = getattr(secret_metadata, "owner_references", None) or []
