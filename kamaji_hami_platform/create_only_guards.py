@@ -1,21 +1,12 @@
 """Settings a running platform cannot take, refused by `pulumi preview` before anything changes.
 
-One guard per setting: a `local.Command` named `<owner>-create-only-<setting>`, `protect`ed,
-with the setting's value as its only replacement trigger. A changed value asks the engine to
-replace a protected resource, which it refuses in preview as in `up` ("unable to replace
-resource ...<owner>-create-only-<setting> as it is currently marked for protection":
-pulumi/pulumi v3.276.0 pkg/resource/deploy/step_generator.go, where a preview marks the
-deployment failed and continues so every refusal shows, and an update stops before any
-step of that resource). pulumi-command itself runs nothing in a preview
-(pulumi-command v1.2.1 provider/pkg/provider/local/commandController.go), which is why a
-guard that only fails in its own script would refuse halfway through `up`.
+One guard per setting: a protected `local.Command` `<owner>-create-only-<setting>` whose only
+replacement trigger is the setting's bare value, so a changed value is a replacement the engine
+refuses in preview as in `up` (pulumi-command itself runs nothing in a preview).
 
-Setting by setting: a setting added in a later release is a new guard (a create), never a
-changed trigger of an existing one, so no existing stack is refused for it. The trigger is
-the bare value, so rewording the message below never replaces (and so never refuses) a guard.
-
-The refusal itself is the engine's; the guard's `create` prints what it records and the way
-out, and `pulumi preview --diff` shows the old and new value (the trigger) next to it.
+Upstream: pulumi v3.276.0 pkg/resource/deploy/step_generator.go (protect refuses a replace);
+pulumi-command v1.2.1 provider/pkg/provider/local/commandController.go (no run in preview).
+Rationale: docs/design/management-cluster.md.
 """
 
 from __future__ import annotations
@@ -60,6 +51,7 @@ def create_only_guards(owner: str, settings: Sequence[CreateOnlySetting],
             guard_name(owner, setting.key),
             create=guard_script(setting, way_out),
             environment={GUARD_VALUE_ENV: values[setting.key]},
+            # The bare value only: rewording the message never replaces (so never refuses) a guard.
             triggers=[values[setting.key]],
             opts=pulumi.ResourceOptions(parent=parent, protect=True))
         for setting in settings

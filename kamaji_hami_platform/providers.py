@@ -1,13 +1,12 @@
 """The Kubernetes provider a component works through: the one it is given, or one it makes from a
 kubeconfig it is given.
 
-A program in another language hands a component a provider through Pulumi's component provider
-(provider/), where a provider that is another component's output arrives as an Output, not a
-resource (pulumi sdk/python/lib/pulumi/provider/server.py `_is_resource_reference` needs the
-reference's own URN as its only dependency). A resource option needs the resource itself
-(pulumi/resource.py `_get_providers` reads `opts.provider.package`): an Output would be dropped
-silently and the children would reach the ambient kubeconfig's cluster. So an Output is refused,
-and a kubeconfig (a plain string Output, as any language passes it) is the way in.
+A provider that arrives as an Output (another language's component output) is refused: a
+resource option would drop it silently and the children would reach the ambient cluster.
+
+Upstream: pulumi sdk/python/lib/pulumi/provider/server.py `_is_resource_reference`;
+pulumi/resource.py `_get_providers` (reads `opts.provider.package`).
+Rationale: docs/design/component-inputs.md.
 """
 
 from typing import Any

@@ -1,31 +1,14 @@
 """Resource inputs that may arrive from another language.
 
-A Python program hands the components resources. A program in another language reaches them
-through Pulumi's component provider (provider/), and a resource it passes arrives in one of these
-forms (pulumi 3.272.0 sdk/python/lib/pulumi/provider/server.py `_construct_inputs`,
-`_select_value`; runtime/rpc.py `deserialize_resource`, `deserialize_output_value`):
+Through Pulumi's component provider a resource input arrives as the resource, an Output of it,
+its ID or URN, or unknown in a preview; `depends_on`, `replace_with` and `deleted_with` need a
+resource, so each form becomes a `ResourceInput`, and one that names no resource is refused.
 
-- the resource itself, rehydrated from its reference (the provider process has the resource's
-  module registered: the components' modules import pulumi_command and pulumi_kubernetes, whose
-  `_utilities.register` calls `pulumi.runtime.register_resource_module`/`_package`);
-- an Output of it, when the input carries more dependencies than the resource's own URN or came
-  as an output value (another component's output always does);
-- its ID (a custom resource) or URN (a component), when the reference could not be rehydrated:
-  by this process (no module registered for the type, or one whose version does not satisfy the
-  reference's `packageVersion`: rpc.py `get_resource_module`, `check_version`) or already by the
-  program's own SDK (the Node.js SDK falls back to the ID the same way, sdk/nodejs/runtime/rpc.ts
-  `deserializeProperty`, when the program never loaded the resource's package, e.g. `@pulumi/command`,
-  which a generated SDK imports for its types only); an Output of either, carrying the input's
-  dependencies (rpc.ts `serializeProperty` of an Output sends its resources' URNs);
-- unknown, in a preview;
-- a URN string the program passes on purpose.
-
-`depends_on`, `replace_with` and `deleted_with` need resources whose URNs they await
-(pulumi/runtime/resource.py `prepare_resource`), so each form becomes a `ResourceInput`: the
-resource itself, the SDK's DependencyResource for a URN (pulumi/resource.py), or a stand-in whose
-URN is found once the Output resolves: the resource's URN, a URN string, or, for an ID, the
-dependency of the expected type that the ID belongs to. An ID (or an unknown outside a preview)
-that no dependency accounts for names no resource to order after: it is refused, naming the input.
+Upstream: pulumi 3.272.0 sdk/python/lib/pulumi/provider/server.py `_construct_inputs`,
+`_select_value`; runtime/rpc.py `deserialize_resource`, `deserialize_output_value`;
+runtime/resource.py `prepare_resource` (awaits the URNs); sdk/nodejs/runtime/rpc.ts
+`deserializeProperty` (falls back to the ID).
+Rationale: docs/design/component-inputs.md.
 """
 
 import re

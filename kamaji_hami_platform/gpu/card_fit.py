@@ -1,16 +1,13 @@
 """A pure-Python model of HAMi 2.10.0's NVIDIA placement on one node.
 
-Read from Project-HAMi/HAMi v2.10.0: pkg/device/nvidia/device.go `MutateAdmission`, `Fit` and
-`GenerateResourceRequests`, pkg/scheduler/policy/gpu_policy.go.
+The request HAMi builds from a container's limits, `Fit`'s per-card checks and reason codes in
+HAMi's order, its card ordering in float32, and HAMi's per-card quota check (`fit(..., quota=)`).
+The choice between nodes and the quota admission are `kamaji_hami_platform.gpu.placement`; MIG,
+topology scores and multi-container pods are left out on purpose.
 
-What it models: the request HAMi builds from a container's limits (with the admission
-webhook's defaults), the per-card check order and reason codes of `Fit`, binpack / spread /
-mutex card ordering with HAMi's float32 scores, multi-card requests, NUMA binding and
-node-level `NodeInsufficientDevice`. The choice between nodes, ties included, is
-`kamaji_hami_platform.gpu.placement`. HAMi's quota check per card (`fit(..., quota=)`,
-ResourceQuotaNotFit) is here; the webhook's and Kubernetes' quota admission are placement's.
-What it leaves out on purpose: MIG, NUMA/NVLink topology scores (`topology-aware`), per-pod
-scoring-weight annotations, multi-container and init-container pods.
+Upstream: Project-HAMi/HAMi v2.10.0 pkg/device/nvidia/device.go `MutateAdmission`, `Fit`,
+`GenerateResourceRequests`; pkg/scheduler/policy/gpu_policy.go.
+Rationale: docs/design/gpu-fit-model.md.
 """
 
 from __future__ import annotations

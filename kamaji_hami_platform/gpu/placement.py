@@ -1,41 +1,16 @@
 """The capacity planner: HAMi 2.10.0's node choice over a sequence of pods, ties included.
 
-How a GPU pod finds its node (Project-HAMi/HAMi v2.10.0, kube-scheduler v1.35):
+HAMi picks among nodes of equal score in whatever order its goroutines finish, so the planner
+follows every tied choice (up to MAX_BRANCHES distinct branches) and gives counts as ranges.
 
-- kube-scheduler leaves HAMi's resources to HAMi: the chart's scheduler config lists
-  `nvidia.com/gpu`, `gpumem`, `gpucores` and `gpumem-percentage` as the extender's managed
-  resources with `ignoredByScheduler: true` (HAMi v2.10.0 charts/hami/templates/_helpers.tpl
-  `hami-vgpu.scheduler.managedResources`), so NodeResourcesFit never refuses a node for them
-  (kubernetes v1.35 pkg/scheduler/scheduler.go `IgnoredByScheduler`, noderesources/fit.go);
-  a node whose task slots are taken is refused by HAMi's Fit (`CardTimeSlicingExhausted`).
-- HAMi's extender fits the pod on every GPU node, each in its own goroutine over a Go map,
-  and appends each fitting node's score as its goroutine finishes (pkg/scheduler/score.go
-  `calcScoreWithOptions`). The score is float32 arithmetic over the node's usage before the
-  pod (policy/node_policy.go `ComputeDefaultScore`; the NVIDIA backend's `ScoreNode` adds 0,
-  pkg/device/nvidia/device.go).
-- It sorts the list (binpack ascending, spread descending: `NodeScoreList.Less`) and takes the
-  last (pkg/scheduler/scheduler.go `Filter`). Nodes of equal score stay in the goroutines'
-  finishing order, so **between tied nodes the winner changes from run to run**.
+Upstream (Project-HAMi/HAMi v2.10.0; kubernetes v1.35):
+- pkg/scheduler/score.go `calcScoreWithOptions`, `recordFilteringFailures`
+- pkg/scheduler/scheduler.go `Filter`; pkg/scheduler/policy/node_policy.go `ComputeDefaultScore`,
+  `NodeScoreList.Less`
+- charts/hami/templates/_helpers.tpl `hami-vgpu.scheduler.managedResources` (`ignoredByScheduler`)
+- kubernetes pkg/scheduler/framework/types.go `FitError.Error`
 
-So where nodes tie, the plan says so: the pod goes to one of them. The planner follows every
-tie: each branch is a state the cluster may be in; branches that differ only by which of
-several interchangeable nodes (same cards, same usage) took the pods are one branch, so
-identical nodes cost nothing. Per pod it reports every node HAMi may choose; for the sequence,
-the counts (pods placed, pods refused, cards in use) as a range over the branches: one value
-when the ties do not matter. More than MAX_BRANCHES distinct branches are not followed: the
-plan then says it is incomplete.
-
-Cards need no such care: HAMi orders a node's cards with Go's sort.Sort too
-(policy/gpu_policy.go `DeviceUsageList.Less`), which for up to 12 elements is an insertion
-sort, stable (Go src/sort/zsortinterface.go `pdqsort`, maxInsertion = 12), so tied cards keep
-the node's registration order, as `gpu_fit.order_devices` does; the config allows at most 12
-cards per node for that reason.
-
-When no node takes a pod, the plan gives each node's reason, HAMi's `FilteringFailed` event
-texts (`<n> nodes <Code>(<nodes>)`, score.go `recordFilteringFailures`) and the first sentence
-of kube-scheduler's `FailedScheduling` message (`0/<nodes> nodes are available: <count>
-<reason>, ....`, framework/types.go `FitError.Error`), which `kubectl describe pod` shows; the
-scheduler appends its preemption verdict after it.
+Rationale: docs/design/gpu-fit-model.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """GPU capacity as code: a tenant's declared workloads planned on its cards, as HAMi would place them.
 
-The plan takes the workloads in their declared order, each one's replicas in turn: HAMi places
-pods one at a time and each placement changes the next one's options, so the order matters. That
-is the order in which a team would create them with `kubectl apply`. Where HAMi's choice between
-nodes ties, the counts are ranges (placement.py). A declaration fits when no replica is refused in
-any branch. If it does not fit, the smallest change that makes it fit is searched for with the same
-planner: N more workers of the tenant's shape, or M more cards per worker.
+Workloads are planned in their declared order, one replica at a time, because each placement
+changes the next one's options; a namespace's `gpuQuotas` count as their enforcers count them.
+When a declaration does not fit, the same planner finds the smallest fix: more workers of the
+tenant's shape, or more cards per worker.
 
-A namespace's `gpuQuotas` count too, as their enforcers count them: Kubernetes refuses to create a
-pod whose `requests.nvidia.com/gpu` would exceed the quota (ResourceQuota admission: every created
-pod counts, Pending ones included; k8s.io/apiserver v0.35 admission/plugin/resourcequota/
-controller.go), and HAMi refuses on every card a pod whose `limits.nvidia.com/gpumem`/`gpucores`
-would exceed what the namespace's placed pods leave (`ResourceQuotaNotFit`, pkg/device/quota.go).
+Upstream: k8s.io/apiserver v0.35 admission/plugin/resourcequota/controller.go (every created pod
+counts); Project-HAMi/HAMi v2.10.0 pkg/device/quota.go (`ResourceQuotaNotFit`).
+Rationale: docs/gpu-capacity.md (order, quotas, the fix).
 """
 
 from __future__ import annotations

@@ -1,24 +1,12 @@
 """What a worker container needs from the Docker host it runs on, detected as kind detects it.
 
-kind adds these to its own nodes' `docker run` on some hosts (kind v0.31.0
-pkg/cluster/internal/providers/docker/provision.go `commonArgs`, util.go):
+A worker is started with the extra `docker run` flags kind gives its own node on such a host
+(`/dev/mapper`, `--userns=host`, `/dev/fuse`, proxy and snapshotter variables by name), read once
+per kind cluster, so workers behave as kind's node does.
 
-- `--volume /dev/mapper:/dev/mapper` when Docker's storage driver is btrfs, zfs or
-  devicemapper, or its backing filesystem btrfs, zfs or xfs (`mountDevMapper`; without it the
-  kubelet dies with "failed to get rootfs info" on Fedora and the RHEL family);
-- `--userns=host` under userns-remap (`usernsRemap`: SecurityOptions name=userns);
-- `--device /dev/fuse` under rootless Docker (`mountFuse`: SecurityOptions name=rootless);
-- the host's proxy variables when any of HTTP_PROXY, HTTPS_PROXY, NO_PROXY is set (either
-  case), with the cluster's own networks added to NO_PROXY (`getProxyEnv`,
-  providers/common/proxy.go `getProxyEnvs`);
-- `-e KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER`, always (provision.go: the node's entrypoint
-  picks containerd's snapshotter from it; nothing when unset).
-
-The Docker facts are read once per kind cluster by a command (its output is a worker trigger:
-like kind's own node, a worker keeps the flags it started with until a new kind cluster). The
-environment variables come from the environment `pulumi up` runs in: they are passed by name
-(`docker run -e NAME`: the value never lands on a command line or in the state) and enter the
-workers' specification hash as a digest, so an `up` run with other proxies rolls the workers.
+Upstream: kind v0.31.0 pkg/cluster/internal/providers/docker/provision.go `commonArgs`, util.go;
+providers/common/proxy.go `getProxyEnvs`.
+Rationale: docs/design/worker-containers.md.
 """
 
 from __future__ import annotations

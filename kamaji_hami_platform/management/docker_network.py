@@ -1,15 +1,12 @@
 """The Docker network the platform owns, created before kind and removed after everything on it.
 
-Workers get fixed addresses so that a tenant's control plane can accept exactly its own
-workers (kamaji_hami_platform/tenant/network_policy.py). Docker gives a container a fixed address
-(`docker run --ip`) only on a network whose IPv4 subnet was configured by its creator
-(moby v28.5.2 api/types/network/endpoint.go `validateEndpointIPAddress`: "user specified IP
-address is supported only when connecting to networks with user configured subnets"), which
-the network kind creates is not (kind v0.31.0 pkg/cluster/internal/providers/docker/network.go
-sets only an IPv6 subnet). So the platform creates the network itself, before kind, which
-then uses it (`ensureNetwork`: an existing network is kept).
+Workers need fixed addresses (a control plane admits exactly its own workers), and Docker gives
+those only on a network whose creator configured its IPv4 subnet, which kind's own network is
+not; kind keeps a network that already exists. Its layout is kamaji_hami_platform/network.py.
 
-Its layout (which address is whose) is kamaji_hami_platform/network.py.
+Upstream: moby v28.5.2 api/types/network/endpoint.go `validateEndpointIPAddress`; kind v0.31.0
+pkg/cluster/internal/providers/docker/network.go `ensureNetwork`.
+Rationale: docs/design/docker-network.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,13 @@
 """The Kamaji chart the platform installs: from Kamaji's git tag, verified, with its kamaji-etcd.
 
-The script downloads each source archive (GitHub's tarball of the tag), takes the chart's
-folder out of it, computes its content digest (sha256 over the `sha256sum` lines of its files,
-sorted by path: independent of how the archive was compressed) and refuses a chart whose digest
-is not the pinned one, naming the digest it found and how to move the pin. The verified chart,
-with kamaji-etcd in its `charts/` (what `helm dependency build` would put there, per Kamaji's
-Chart.lock), is kept in `.charts/` of the project, under a name that carries its digest; the
-Helm release installs that folder (pulumi-kubernetes loads a local chart path relative to the
-project directory, where the engine starts providers).
+Kamaji's Helm repository has only a `0.0.0+latest` republished from master, so the chart is taken
+from the tag's archive, refused unless its content digest is the pinned one, and kept under
+`.charts/` of the project, where the Helm release finds it by a project-relative path.
 
     python -m kamaji_hami_platform.management.kamaji_chart
         # make kamaji-chart: fetch and verify, print the path
+
+Rationale: docs/design/management-cluster.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,14 @@
 """The images the verified Kamaji chart deploys, read from the chart itself.
 
-`make images` lists what an air-gapped mirror needs; for Kamaji and kamaji-etcd that must be
-what the exact pinned chart renders with the platform's values, not what someone once read. The
-renderer follows the charts' templates at the pinned tags:
+`make images` is a mirror list, so for Kamaji and kamaji-etcd it renders the image references as
+the exact pinned charts' templates do with the platform's values (merged as Helm merges a
+subchart's), instead of trusting a list someone once read.
 
-- Kamaji (clastix/kamaji 26.8.2-edge, charts/kamaji/templates/controller.yaml and
-  kubeconfiggenerator-deployment.yaml): `image.repository:image.tag`, the tag defaulting to the
-  chart's appVersion;
-- kamaji-etcd (clastix/kamaji-etcd v0.15.0, charts/kamaji-etcd/templates/_helpers.tpl
-  `etcd.fullyQualifiedDockerImage`): `image.repository:image.tag`, the tag defaulting to
-  `v<appVersion>`; its jobs (etcd_job_preinstall_1.yaml, _2.yaml, etcd_job_postdelete.yaml):
-  kubectl tagged `v<management major.minor>` unless `jobs.kubectl.tag`, the etcd job image, the
-  cfssl job only with `selfSignedCertificates.enabled`, the post-delete job only without
-  `certManager.enabled`.
-
-Values are merged as Helm does for a subchart: its own values.yaml, then the parent's
-`kamaji-etcd:` block, then the platform's release values.
+Upstream: clastix/kamaji 26.8.2-edge charts/kamaji/templates/controller.yaml,
+kubeconfiggenerator-deployment.yaml; clastix/kamaji-etcd v0.15.0 charts/kamaji-etcd/templates/
+_helpers.tpl `etcd.fullyQualifiedDockerImage`, etcd_job_preinstall_1.yaml, _2.yaml,
+etcd_job_postdelete.yaml.
+Rationale: docs/design/management-cluster.md.
 """
 
 from __future__ import annotations

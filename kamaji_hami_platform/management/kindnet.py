@@ -1,14 +1,12 @@
 """kindnetd in the management cluster without kind v0.31.0's resource limits.
 
-Tenant isolation is enforced by the management cluster's kindnetd: its network policy
-(kube-network-policies) passes the first packet of every new connection to a control plane
-through user space (NFQUEUE) and fails open when the agent is down (kind v0.31.0
-images/kindnetd/cmd/kindnetd/main.go). The node image applies kindnet with `limits: cpu 100m,
-memory 50Mi` (kind v0.31.0 pkg/build/nodeimage/const_cni.go); kind removed both right after
-(kind commits eedf7648 "Removed 50MB limits", 52e59600 "Remove CPU limit for node image
-kindnet") because an OOM-killed or throttled kindnetd stalls or opens the data plane. The
-platform removes them from the running DaemonSet once per kind cluster, as the tenants' own
-kindnet is rendered without them (kamaji_hami_platform/tenant/addons.py).
+Tenant isolation rests on the management cluster's kindnetd, which an OOM-killed or throttled
+agent stalls or opens, so the limits the node image applies are removed once per kind cluster,
+as kind itself removed them right after v0.31.0.
+
+Upstream: kind v0.31.0 pkg/build/nodeimage/const_cni.go (the limits); kind commits eedf7648,
+52e59600 (their removal).
+Rationale: docs/design/network-isolation.md.
 """
 
 from __future__ import annotations

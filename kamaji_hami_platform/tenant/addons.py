@@ -1,15 +1,12 @@
 """What every tenant cluster runs besides Kamaji's addons: kindnet (CNI) and kube-proxy.
 
-kindest/node ships only the host-local, loopback, ptp and portmap CNI plugins
-and no network daemon, so each tenant gets kindnet. kube-proxy is deployed
-here rather than through Kamaji's addon because, inside a kindest/node
-container, kube-proxy must not write the host's nf_conntrack_max (read-only
-outside the host network namespace since Linux 5.12; kind issue #2240):
-`conntrack.maxPerCore: 0` is what kind and kinder run with, and Kamaji's addon
-has no way to set it (docs/design/worker-containers.md).
+kindest/node ships no network daemon, so each tenant gets kindnet; kube-proxy is the platform's
+own because inside a kindest/node container it must run with `conntrack.maxPerCore: 0`, which
+Kamaji's addon cannot set. Both reach the API server at its load-balancer address, since the
+`kubernetes` Service is kube-proxy's own work.
 
-Both talk to the tenant API server at its load-balancer endpoint, because the
-`kubernetes` Service they would otherwise use is implemented by kube-proxy itself.
+Upstream: kind issue #2240 (nf_conntrack_max read-only outside the host netns since Linux 5.12).
+Rationale: docs/design/worker-containers.md.
 """
 
 from __future__ import annotations
@@ -28,12 +25,8 @@ KINDNET = "kindnet"
 KUBE_PROXY = "kube-proxy"
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 SYSTEM_NODE_CRITICAL = "system-node-critical"
-# A changed kube-proxy ConfigMap (updated in place: the tenant provider sets
-# enableConfigMapMutable) reaches running pods only on a restart: kube-proxy exits on a Write or
-# Rename of its --config file (kubernetes v1.35.4 cmd/kube-proxy/app/options.go eventHandler), but
-# the kubelet swaps a ConfigMap volume's symlink and removes the old file (pkg/volume/util/
-# atomic_writer.go), which it does not watch, and kubeconfig.conf is not watched at all. This
-# pod-template annotation rolls the pods instead.
+# Rolls kube-proxy's pods on a changed ConfigMap, which running pods never reload (kubernetes
+# v1.35.4 cmd/kube-proxy/app/options.go eventHandler; docs/design/worker-containers.md).
 CONFIG_HASH_ANNOTATION = "io.kamaji-hami-platform/config-hash"
 
 
@@ -83,10 +76,8 @@ def kindnet_objects(tenant: TenantConfig, endpoint: str) -> list[dict[str, Any]]
             {"name": "xtables-lock", "mountPath": "/run/xtables.lock", "readOnly": False},
             {"name": "lib-modules", "mountPath": "/lib/modules", "readOnly": True},
         ],
-        # kind's manifest (v0.31.0 pkg/build/nodeimage/const_cni.go) without limits, as kind
-        # since: the memory limit OOM-killed kindnetd on busy nodes (kubernetes-sigs/kind#4215),
-        # and the CPU limit throttled it (kind 52e59600), while new connections pass through
-        # kindnetd in user space for network policy.
+        # kind's manifest (v0.31.0 pkg/build/nodeimage/const_cni.go) without limits, as kind since
+        # (kubernetes-sigs/kind#4215, 52e59600: an OOM-killed or throttled kindnetd stalls traffic).
         "resources": {"requests": {"cpu": "100m", "memory": "50Mi"}},
         "securityContext": {"privileged": False, "capabilities": {"add": ["NET_RAW", "NET_ADMIN"]}},
     }

@@ -62,13 +62,11 @@ def host_port(url: str) -> str:
 def control_plane_uid(secret_metadata: object, dry_run: bool) -> str:
     """The TenantControlPlane's UID: what tells a new control plane from the one workers joined.
 
-    Read from the admin kubeconfig Secret's controller reference (Kamaji sets the TCP as its
-    controller: clastix/kamaji 26.8.2-edge internal/resources/kubeconfig.go), not from the TCP's
-    own outputs: a preview in which pulumi-kubernetes cannot dry-run the TCP's update returns its
-    inputs, without a UID (provider/pkg/provider/provider.go v4.32.0 `Update`), while the Secret
-    is read for real in every preview where the TCP is not being created or replaced. Where the
-    Secret is not read yet, the UID is unknown. A UID still missing is unknown in preview (never
-    "", a known, changed value that plans a new provider and new workers) and an error in `up`.
+    Read from the admin kubeconfig Secret's controller reference (read for real in a preview
+    unless the TCP is new or replaced), not from the TCP's outputs, which lack it when
+    pulumi-kubernetes cannot dry-run an update. Missing: unknown in preview (never ""), an error
+    in `up`.
+    Rationale and sources: docs/design/tenant-control-plane.md.
     """
     owners = getattr(secret_metadata, "owner_references", None) or []
     uid = next((o.uid for o in owners if o.kind == tcp_render.KIND and o.controller), None)

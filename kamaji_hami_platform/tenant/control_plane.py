@@ -38,20 +38,10 @@ KAMAJI_DEFAULT_ADMISSION_CONTROLLERS = (
 )
 ADMISSION_CONTROLLERS = (*KAMAJI_DEFAULT_ADMISSION_CONTROLLERS, "NodeRestriction")
 
-# kindest/node configures containerd with the systemd cgroup driver; the
-# kubelet must match it. The other patches are what kind itself applies to its
-# nodes: swap present on the host must not stop the kubelet (the platform
-# never runs `swapoff` on the user's machine), and a laptop's nearly full disk
-# must not evict tenant pods.
-#
-# Every patch is `add`, never `replace`: Kamaji (26.8.2-edge,
-# internal/kubeadm/uploadconfig.go getKubeletConfigmapContent) defaults a
-# KubeletConfiguration, sets `cgroupDriver` from the deprecated
-# `kubelet.cgroupfs` field ("" when unset, so the omitempty member is absent),
-# serializes it to JSON and applies these patches with evanphx/json-patch v5.
-# RFC 6902 `replace` of an absent member is an error, Kamaji then never uploads
-# the kubelet-config ConfigMap and `kubeadm join` fails; `add` sets a member
-# whether or not it exists (upstream fixed its own sample so: clastix/kamaji#1310).
+# The kubelet's cgroup driver matches kindest/node's containerd (systemd); the rest is what kind
+# applies to its nodes. Every patch is `add`: Kamaji patches a KubeletConfiguration without
+# `cgroupDriver`, where a `replace` would fail every join (26.8.2-edge internal/kubeadm/
+# uploadconfig.go getKubeletConfigmapContent). Rationale: docs/design/tenant-control-plane.md.
 KUBELET_CGROUP_DRIVER = "systemd"
 # What every kubelet of a tenant gets; the laptop's disk settings (0% eviction thresholds, image GC
 # only when full) only on kind, never on the hosts of an existing cluster.

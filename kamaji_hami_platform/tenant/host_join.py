@@ -1,23 +1,13 @@
 """Worker hosts: machines reached over SSH, joined to a tenant with `kubeadm join`.
 
-The SSH counterpart of node_join's container workers, with its guarantees: the scripts are
-pure functions of config and never carry a secret. Per host the component runs
+The SSH counterpart of node_join's container workers, with its guarantees: the scripts are pure
+functions of config and never carry a secret. Per host: `<host>-leave` (local; its delete drains
+and resets the host, so a dead host warns instead of blocking `pulumi destroy`), `<host>-join`
+(remote, no delete, no `environment`: the kubeconfig comes on stdin) and `<host>-ready` (local).
 
-- `<host>-leave` (local): create is a no-op, delete is `leave_script`: drain and delete the node
-  in the tenant, then `kubeadm reset -f` the host over the OpenSSH client. It lives here and
-  not in the join's delete because pulumi-command fails a remote delete whose SSH dial fails
-  (pulumi-command v1.2.1 remote/commandOutputs.go run(): `Dial` error returned), which would
-  block `pulumi destroy` for as long as the host is gone; a local command can warn and go on.
-- `<host>-join` (remote, no delete): create is `join_command`, its stdin the tenant admin
-  kubeconfig. It gets no `environment`: pulumi-command sets it with SSH `Setenv`, which a
-  default sshd refuses (no AcceptEnv), and the command then fails (commandOutputs.go L42-48).
-- `<host>-ready` (local): `ready_script`, until the node is Ready.
-
-Secrets: the kubeconfig reaches the host on stdin only, into a 0600 file removed at exit; it
-mints a bootstrap token that expires in minutes and is deleted after the join in every case;
-the token reaches `kubeadm join` in a 0600 JoinConfiguration file, never on a command line a
-local user could read (/proc/<pid>/cmdline). Private keys reach the local ssh client through
-the environment into 0600 files. Output that could carry a token passes node_join's redaction.
+Upstream: pulumi-command v1.2.1 provider/pkg/provider/remote/commandOutputs.go (a failed SSH dial
+fails a remote delete; `environment` is SSH `Setenv`).
+Rationale: docs/design/worker-hosts.md.
 """
 
 from __future__ import annotations
@@ -131,14 +121,10 @@ def join_command(tenant: TenantConfig, host: HostConfig) -> str:
 def prerequisites_script(tenant: TenantConfig, host: HostConfig) -> Shell:
     """POSIX sh: check everything a join needs and fail with the full list of what is missing,
     each with its fix, before anything on the host changes. Sets $kubeadm_minor and $runtime.
+    Swap is only noted (the tenants' kubelets run with failSwapOn false).
 
-    Version skew (https://kubernetes.io/releases/version-skew-policy/): the kubelet may be up to
-    three minors older than the API server, never newer; kubeadm supports a control plane of its
-    own minor or one older (https://kubernetes.io/docs/setup/production-environment/tools/
-    kubeadm/create-cluster-kubeadm/#version-skew-policy) and a kubelet up to three minors older
-    than itself (kubeadm v1.35.4 constants.MinimumKubeletVersion, preflight KubeletVersionCheck).
-    Swap is not missing: the tenants' kubelet runs with failSwapOn false (tenant/control_plane.py)
-    and kubeadm's Swap preflight is a warning.
+    Version skew: https://kubernetes.io/releases/version-skew-policy/; kubeadm v1.35.4
+    constants.MinimumKubeletVersion, preflight KubeletVersionCheck (docs/design/worker-hosts.md).
     """
     minor = tenant_minor(tenant)
     gpu = _gpu_prerequisites(tenant) if tenant.gpus is not None and not tenant.gpus.mock else Shell("")

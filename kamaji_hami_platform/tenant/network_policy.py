@@ -1,24 +1,14 @@
 """NetworkPolicies that isolate a tenant's control plane in the management cluster.
 
-Default deny in both directions, then only what a TenantControlPlane needs
-(pod labels from clastix/kamaji 26.8.2-edge internal/constants/labels.go):
+Default deny both ways, then only what a TenantControlPlane needs: its API and Konnectivity from
+the tenant's own workers, the Pulumi host, Kamaji and its own namespace; egress to the datastore,
+DNS and its own control plane. On kind this holds because kindnetd's policy engine sees the real
+client address, before kube-proxy's masquerade.
 
-- API (6443) and Konnectivity (8132) from exactly: the tenant's own workers (their fixed
-  addresses, one block of the Docker network per tenant:
-  kamaji_hami_platform/network.py), the
-  host that runs Pulumi (the network's gateway), the Kamaji controller in `kamaji-system`, and
-  pods of the tenant's own namespace (in-namespace tooling, the isolation probe). Nothing else:
-  not another tenant's workers, nor pods of another tenant's cluster (they leave their worker
-  masqueraded to its address: kindnetd's masquerade), nor management pods.
-  This holds because kind's kube-network-policies (v0.8.0, in kindnetd at kind 20ccfc88)
-  judges a packet in the POSTROUTING hook at priority srcnat-5: after kube-proxy's DNAT of the
-  LoadBalancer address and before its masquerade (pkg/networkpolicy/controller.go), so it sees
-  the real client address. It accepts, before any policy, packets from sockets of root on the
-  kind node itself (`meta skuid 0`: the kubelet's probes, `docker exec` checks run there) and
-  established connections, and kindnetd lets packets through while it is not running
-  (`FailOpen: true`, kind images/kindnetd/cmd/kindnetd/main.go);
-- egress: control-plane pods to the datastore (kamaji-etcd, 2379) in `kamaji-system`; every pod
-  of the namespace to DNS and to its own control plane, and nowhere else.
+Upstream: clastix/kamaji 26.8.2-edge internal/constants/labels.go (pod labels);
+kube-network-policies v0.8.0 (kind 20ccfc88) pkg/networkpolicy/controller.go (POSTROUTING,
+srcnat-5).
+Rationale: docs/design/network-isolation.md.
 """
 
 from __future__ import annotations
