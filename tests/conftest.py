@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.harness import Program, dev_stack_config, run_program
+from tests.harness import Program, dev_stack_config, production_config, run_program
 
 
 @pytest.fixture
@@ -20,3 +20,11 @@ def dev_config() -> dict[str, Any]:
 def dev_program() -> Program:
     """The whole program run once under mocks with the real dev stack."""
     return run_program(dev_stack_config())
+
+
+@pytest.fixture(scope="session")
+def production_program() -> Program:
+    """The whole program run once under mocks with examples/production/Pulumi.prod.yaml, its secrets
+    as the engine hands them over."""
+    config, secret_keys = production_config()
+    return run_program(config, stack="prod", secret_keys=secret_keys)

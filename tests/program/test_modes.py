@@ -42,10 +42,9 @@ def prod_config() -> tuple[dict[str, Any], tuple[str, ...]]:
     return production_config()
 
 
-@pytest.fixture(scope="module")
-def prod_program() -> Program:
-    config, secret_keys = production_config()
-    return run_program(config, secret_keys=secret_keys, stack="prod")
+@pytest.fixture
+def prod_program(production_program) -> Program:
+    return production_program
 
 
 def needles(config: dict[str, Any]) -> tuple[str, ...]:
@@ -260,16 +259,15 @@ class TestGuarantees:
         assert "managementKubeconfig" in prod_program.secret_exports
         assert "tenantKubeconfigs" in prod_program.secret_exports
 
-    def test_two_runs_register_identical_inputs(self, prod_config):
+    def test_two_runs_register_identical_inputs(self, prod_config, production_program):
         config, secret_keys = prod_config
 
         def snapshot(program: Program) -> dict:
             return {(r.type, r.name): (r.wire, sorted(r.dependencies), r.parent, r.provider)
                     for r in program.registrations}
 
-        first = run_program(config, secret_keys=secret_keys, stack="prod")
         second = run_program(config, secret_keys=secret_keys, stack="prod")
-        assert snapshot(first) == snapshot(second)
+        assert snapshot(production_program) == snapshot(second)
 
     def test_a_fresh_preview_plans_everything(self, prod_config):
         config, secret_keys = prod_config

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.harness import production_config, run_program
 from tests.stack_resources import RECORDS, record
 
 pytestmark = pytest.mark.unit
@@ -20,12 +19,8 @@ def _first_difference(recorded: str, now: str) -> str:
 
 
 @pytest.mark.parametrize("stack", ["dev", "production"])
-def test_the_stack_registers_what_was_recorded(stack, dev_program):
-    if stack == "dev":
-        program = dev_program
-    else:
-        config, secret_keys = production_config()
-        program = run_program(config, stack="prod", secret_keys=secret_keys)
+def test_the_stack_registers_what_was_recorded(stack, dev_program, production_program):
+    program = dev_program if stack == "dev" else production_program
     recorded = (RECORDS / f"{stack}.json").read_text()
     now = record(program)
     assert now == recorded, (f"the {stack} stack's resources changed ({_first_difference(recorded, now)}); "

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kamaji_hami_platform import shell_templates
-from tests.harness import ROOT, production_config, run_program
+from tests.harness import ROOT
 from tests.project.shell_cases import ACCEPTED, BASH, GOLDEN, SH, Case, cases
 
 pytestmark = pytest.mark.unit
@@ -102,13 +102,9 @@ def _stored_scripts(program) -> list[tuple[str, str, str]]:
 
 
 @pytest.mark.parametrize("stack", ["dev", "production"])
-def test_every_script_a_resource_stores_is_linted_with_its_shell(stack, dev_program):
+def test_every_script_a_resource_stores_is_linted_with_its_shell(stack, dev_program, production_program):
     """What `pulumi up` stores is exactly a linted case, with the interpreter its resource gives."""
-    if stack == "dev":
-        program = dev_program
-    else:
-        config, secret_keys = production_config()
-        program = run_program(config, stack="prod", secret_keys=secret_keys)
+    program = dev_program if stack == "dev" else production_program
     linted = {(case.render(), case.shell) for case in CASES}
     unlinted = [name for name, script, shell in _stored_scripts(program) if (script, shell) not in linted]
     assert not unlinted, unlinted
