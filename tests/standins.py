@@ -40,6 +40,14 @@ def run_script(script: str, *, shell: str = "bash", tools: Iterable[Path] = (FAK
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
+def run_on_kind_node(script: str, state: Path, node: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`script` (sh, as a local Command runs it) with the stand-in docker whose kind node `node`
+    runs: the readiness waits reach the management cluster through it."""
+    (state / "containers").mkdir(parents=True, exist_ok=True)
+    (state / "containers" / node).touch()
+    return run_script(script, docker_state=state, env=env)
+
+
 def docker_calls(state: Path) -> list[str]:
     """Every call the stand-in docker received, in order."""
     calls = state / "calls"

@@ -14,7 +14,7 @@ from kamaji_hami_platform.management.render import KAMAJI_NAMESPACE
 from kamaji_hami_platform.tenant.control_plane import API_VERSION, KIND
 from kamaji_hami_platform.tenant.node_join import KUBECONFIG_ENV
 from tests.standins import docker_calls as calls
-from tests.standins import run_script
+from tests.standins import run_on_kind_node
 
 pytestmark = pytest.mark.unit
 
@@ -24,10 +24,7 @@ NODE = "kamaji-control-plane"
 
 
 def run(script: str, state: Path, **extra_env: str) -> subprocess.CompletedProcess[str]:
-    """The script against a stand-in docker whose kind node runs."""
-    (state / "containers").mkdir(parents=True, exist_ok=True)
-    (state / "containers" / NODE).touch()
-    return run_script(script, docker_state=state, env={KUBECONFIG_ENV: KUBECONFIG, **extra_env})
+    return run_on_kind_node(script, state, NODE, **{KUBECONFIG_ENV: KUBECONFIG, **extra_env})
 
 
 class TestKamajiWebhookWait:

@@ -11,7 +11,7 @@ from kamaji_hami_platform.config import ManagementConfig, parse_config
 from kamaji_hami_platform.tenant import admin_access
 from kamaji_hami_platform.tenant.node_join import KUBECONFIG_ENV
 from tests.standins import docker_calls as calls
-from tests.standins import run_script
+from tests.standins import run_on_kind_node
 
 pytestmark = pytest.mark.unit
 
@@ -21,10 +21,7 @@ NODE = "kamaji-control-plane"
 
 
 def run(script: str, state: Path, **extra_env: str) -> subprocess.CompletedProcess[str]:
-    """The script against a stand-in docker whose kind node runs."""
-    (state / "containers").mkdir(parents=True, exist_ok=True)
-    (state / "containers" / NODE).touch()
-    return run_script(script, docker_state=state, env={KUBECONFIG_ENV: KUBECONFIG, **extra_env})
+    return run_on_kind_node(script, state, NODE, **{KUBECONFIG_ENV: KUBECONFIG, **extra_env})
 
 
 class TestTenantAdminAccess:
