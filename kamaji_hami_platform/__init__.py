@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # what IDEs and type checkers read; at run time the names loa
     from kamaji_hami_platform.config.settings import (
         AddonSettings,
         BastionSettings,
-        ChartSource,
+        ChartSettings,
         GpuModelSettings,
         GpuPoolSettings,
         GpuWorkloadSettings,
@@ -44,9 +44,9 @@ _EXPORTS = {
     "ManagementCluster": "management.component", "ManagementClusterArgs": "management.component",
     "KamajiTenant": "tenant.component", "KamajiTenantArgs": "tenant.component",
     **{name: "config.settings" for name in (
-        "AddonSettings", "BastionSettings", "ChartSource", "GpuModelSettings", "GpuPoolSettings",
-        "GpuWorkloadSettings", "HamiSettings", "HamiSettingsArgs", "HostSettings", "ManagementSettings",
-        "PodShapeSettings", "TenantSettings")},
+        "AddonSettings", "BastionSettings", "ChartSettings", "ChartSource", "GpuModelSettings",
+        "GpuPoolSettings", "GpuWorkloadSettings", "HamiSettings", "HamiSettingsArgs", "HostSettings",
+        "ManagementSettings", "PodShapeSettings", "TenantSettings")},
 }
 
 
@@ -61,7 +61,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AddonSettings",
     "BastionSettings",
-    "ChartSource",
+    "ChartSettings",
     "GpuModelSettings",
     "GpuPoolSettings",
     "GpuWorkloadSettings",

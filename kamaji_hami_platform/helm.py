@@ -9,7 +9,7 @@ from typing import Any
 
 import pulumi_kubernetes as kubernetes
 
-from kamaji_hami_platform.config.settings import ChartSource
+from kamaji_hami_platform.config.settings import ChartSettings
 from kamaji_hami_platform.versions import HelmChart
 
 
@@ -25,7 +25,7 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any] | None) -> d
     return merged
 
 
-def chart_args(pinned: HelmChart | None, override: ChartSource | None) -> dict[str, Any]:
+def chart_args(pinned: HelmChart | None, override: ChartSettings | None) -> dict[str, Any]:
     """The chart, version and repository of a Release: the pinned chart, or the override (a
     repository mirror, an `oci://` reference or a local folder, which take no repository)."""
     if override:

@@ -175,6 +175,9 @@ async def _located(value: pulumi.Output[Any], type_token: str, label: str,
         if len(named) == 1:
             return named[0]
     if pulumi.runtime.is_dry_run():
+        # The preview cannot show this input's ordering; `up`, where the value is known, has it.
+        pulumi.log.warn(f"{label} is unknown in this preview and carries no {type_token} among its "
+                        "dependencies: the preview shows no ordering after it, `up` resolves it")
         return None
     raise ValueError(f"{label} arrived without a value and without the URN of a {type_token} among "
                      "its dependencies: nothing names the resource to order after")

@@ -67,6 +67,11 @@ def loaded() -> set[tuple[str, str]]:
     return set(_loaded)
 
 
+def forget_loaded() -> None:
+    """Start `loaded` afresh (a test that asks which templates its own renders reached)."""
+    _loaded.clear()
+
+
 def _word(name: str, value: object) -> str:
     if isinstance(value, Shell):
         return str(value)

@@ -241,3 +241,12 @@ class PlatformConfig:
     # The stack's secrets (existing mode): the management kubeconfig, SSH private keys by name.
     management_kubeconfig: SecretText | None = None
     ssh_private_keys: Mapping[str, SecretText] = field(default_factory=dict)
+
+# The 0.1.0 names of the validated shapes (each is a `*Config` now), kept for one release
+# (CHANGELOG.md). HamiSettings has none: that name is the typed dictionary of settings now.
+GpuModel = GpuModelConfig
+GpuPool = GpuPoolConfig
+GpuWorkload = GpuWorkloadConfig
+SshEndpoint = SshEndpointConfig
+WorkerHost = HostConfig
+PodShape = PodShapeConfig

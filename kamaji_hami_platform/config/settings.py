@@ -202,7 +202,7 @@ class PodShapeSettings(TypedDict, total=False):
     """Cards (default 1)."""
 
 
-class ChartSource(TypedDict, total=False):
+class ChartSettings(TypedDict, total=False):
     """Where a Helm chart comes from, instead of the pinned one: a mirror, an OCI registry or a
     local folder (`chart` alone: a path or `oci://...`)."""
 
@@ -360,7 +360,7 @@ def pod_shape_settings(shape: cfg.PodShapeConfig) -> PodShapeSettings:
 __all__ = [
     "AddonSettings",
     "BastionSettings",
-    "ChartSource",
+    "ChartSettings",
     "GpuModelSettings",
     "GpuPoolSettings",
     "GpuWorkloadSettings",
@@ -371,6 +371,7 @@ __all__ = [
     "TenantSettings",
 ]
 
-# The 0.1.0 name of HamiSettings (every `*Settings` is a section's typed dictionary now); kept for
-# programs written against 0.1.0, removed in a later release (CHANGELOG.md).
+# The 0.1.0 names of HamiSettings and ChartSettings (every `*Settings` is a typed dictionary of
+# settings now); kept for programs written against 0.1.0, removed in a later release (CHANGELOG.md).
 HamiSettingsArgs = HamiSettings
+ChartSource = ChartSettings

@@ -13,7 +13,7 @@ from pulumi_command import local
 from kamaji_hami_platform import resource_inputs, versions
 from kamaji_hami_platform.config import TenantConfig
 from kamaji_hami_platform.config.settings import (
-    ChartSource,
+    ChartSettings,
     GpuModelSettings,
     PodShapeSettings,
     TenantSettings,
@@ -55,7 +55,7 @@ class HamiNodePoolArgs(TypedDict):
     """The pod shape whose count the `capacity` output gives (default 20000 MiB, 30 % cores)."""
     helm_values: NotRequired[dict[str, Any]]
     """Values deep-merged over the platform's for HAMi's chart."""
-    chart: NotRequired[ChartSource]
+    chart: NotRequired[ChartSettings]
     """HAMi's chart from elsewhere (a mirror, an OCI registry, a local folder)."""
 
 

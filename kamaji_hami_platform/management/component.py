@@ -13,7 +13,7 @@ from pulumi_command import local
 
 from kamaji_hami_platform import config, versions
 from kamaji_hami_platform.config import ManagementConfig
-from kamaji_hami_platform.config.settings import ChartSource, ManagementSettings, management_config
+from kamaji_hami_platform.config.settings import ChartSettings, ManagementSettings, management_config
 from kamaji_hami_platform.create_only_guards import create_only_guards
 from kamaji_hami_platform.helm import chart_args, deep_merge
 from kamaji_hami_platform.management import (
@@ -57,7 +57,7 @@ class ManagementClusterArgs(TypedDict, total=False):
     """The cluster's settings (stack config `management`); each has a default."""
     helm_values: dict[str, dict[str, Any]]
     """Per release (`cert-manager`, `metallb`, `kamaji`): values deep-merged over the platform's."""
-    charts: dict[str, ChartSource]
+    charts: dict[str, ChartSettings]
     """Per release: the chart to install instead of the pinned one (a mirror, an OCI registry, a
     local folder). For `kamaji`, the platform then skips its fetch of Kamaji's tagged source."""
     kubeconfig: pulumi.Input[str]
@@ -329,7 +329,7 @@ class ManagementCluster(pulumi.ComponentResource):
         )
 
     @staticmethod
-    def _kamaji_chart(name: str, override: ChartSource | None,
+    def _kamaji_chart(name: str, override: ChartSettings | None,
                       child: pulumi.ResourceOptions) -> tuple[dict[str, Any], list[pulumi.Resource]]:
         """The Kamaji chart: the user's, or the one of the Kamaji tag the platform runs, fetched and
         verified by digest (management/kamaji_chart.py)."""

@@ -240,8 +240,8 @@ def test_tc02_isolation_between_tenants(live: LiveStack, namespaces):
         # Service from outside (kubernetes v1.35.4 pkg/proxy/iptables/proxier.go, "masquerade
         # traffic for ... external destinations"; Kamaji's Service keeps externalTrafficPolicy
         # Cluster), so the control plane's policy sees a management node, which apiClientCidrs
-        # admits: between tenants' hosts, isolation at the API is its authentication (README,
-        # "Beyond one machine"). That is what is checked here; the in-cluster probes below still
+        # admits: between tenants' hosts, isolation at the API is its authentication
+        # (docs/beyond-one-machine.md). That is what is checked here; the in-cluster probes below still
         # judge the policy itself.
         for own, other in ((first, second), (second, first)):
             seen[f"{own} -> {other}"] = cross_tenant_credentials(live, own, other)

@@ -138,7 +138,7 @@ class TestSchemaOverGrpc:
         assert inputs["management"]["$ref"] == _type_ref("ManagementSettings")
         values = inputs["helmValues"]["additionalProperties"]
         assert values["additionalProperties"]["$ref"] == "pulumi.json#/Any"
-        assert inputs["charts"]["additionalProperties"]["$ref"] == _type_ref("ChartSource")
+        assert inputs["charts"]["additionalProperties"]["$ref"] == _type_ref("ChartSettings")
         outputs = resource["properties"]
         assert set(outputs) == {"kubeconfig", "provider", "poolRange", "hostFlags", "cluster", "network"}
         assert outputs["provider"]["$ref"] == KUBERNETES_PROVIDER
@@ -183,7 +183,7 @@ class TestSchemaOverGrpc:
         assert inputs["gpuModels"]["additionalProperties"]["$ref"] == _type_ref("GpuModelSettings")
         assert inputs["referencePod"]["$ref"] == _type_ref("PodShapeSettings")
         assert inputs["helmValues"]["additionalProperties"]["$ref"] == "pulumi.json#/Any"
-        assert inputs["chart"]["$ref"] == _type_ref("ChartSource")
+        assert inputs["chart"]["$ref"] == _type_ref("ChartSettings")
         outputs = resource["properties"]
         assert set(outputs) == {"cards", "capacity", "gpuPlan"}
         assert outputs["cards"]["additionalProperties"]["items"]["type"] == "string"
@@ -192,7 +192,7 @@ class TestSchemaOverGrpc:
     def test_settings_are_types_spelled_as_in_a_stack_file(self, schema):
         types = {token.split(":")[-1]: spec for token, spec in schema["types"].items()}
         assert set(types) == {"ManagementSettings", "TenantSettings", "GpuPoolSettings", "HamiSettings",
-                              "GpuModelSettings", "PodShapeSettings", "ChartSource", "GpuWorkloadSettings",
+                              "GpuModelSettings", "PodShapeSettings", "ChartSettings", "GpuWorkloadSettings",
                               "AddonSettings", "HostSettings", "BastionSettings"}
         tenant = types["TenantSettings"]["properties"]
         assert set(tenant) == {"name", "kubernetesVersion", "podCidr", "serviceCidr", "controlPlaneReplicas",

@@ -146,3 +146,29 @@ def test_the_sim_toolchain_pins_are_listed():
     for go_mod in go_mods:
         for module, version in re.findall(r"^require ([\w./-]+) (v[\w.-]+)$", go_mod.read_text(), re.M):
             assert f"`{module}` `{version}`" in text, (go_mod, module)
+
+
+def test_the_walk_through_shows_what_the_program_and_the_planner_give(dev_program, capsys):
+    """The README's first tenant: the outputs it names are the dev stack's exports, the capacity it
+    quotes is the program's, and the planner's output it shows is what the planner prints."""
+    import re
+
+    from kamaji_hami_platform.planner import cli
+
+    exports = dev_program.exports
+    for name in ("managementKubeconfig", "tenantKubeconfigs", "metallbPoolRange", "tenants"):
+        assert f"`{name}`" in README and name in exports, name
+    tenant = exports["tenants"]["tenant-a"]
+    for key in ("endpoint", "nodes", "gpuCards", "gpuCapacity", "gpuPlan"):
+        assert f"`{key}`" in README and key in tenant, key
+    capacity = tenant["gpuCapacity"]
+    assert f"one card, `{capacity['memoryMiB']}` MiB, `{capacity['cores']}` cores" in README
+    assert f"`{capacity['slots']}` slots" in README
+    assert f"`referencePodsThatFit: {capacity['referencePodsThatFit']}`" in README
+    planner = r"\.venv/bin/python -m kamaji_hami_platform\.planner (plan [^\n]*)\n```\n\n```\n(.*?)```"
+    found = re.search(planner, README, re.S)
+    assert found, "the planner's command and its output block"
+    assert cli.main(found.group(1).split()) == 0
+    printed = capsys.readouterr().out.splitlines()
+    shown = [line for line in found.group(2).splitlines() if line.strip() != "..."]
+    assert shown and all(line in printed for line in shown), [line for line in shown if line not in printed]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kamaji_hami_platform import versions
+from tests.standins import stand_in
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,8 +29,7 @@ def tools(tmp_path: Path) -> Path:
 
 
 def fake_tool(tools: Path, name: str, script: str) -> None:
-    (tools / name).write_text(f"#!/bin/sh\n{script}\n")
-    (tools / name).chmod(0o755)
+    stand_in(tools, name, f"#!/bin/sh\n{script}\n")
 
 
 def fake_kind(tools: Path, version: str) -> None:

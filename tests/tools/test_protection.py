@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kamaji_hami_platform.tools import protection
+from tests.standins import stand_in
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,8 +52,7 @@ def test_an_unknown_tenant_is_refused():
 
 def test_the_command_unprotects_them_and_says_what_comes_next(tmp_path):
     (tmp_path / "export.json").write_text(json.dumps(export()))
-    pulumi = tmp_path / "pulumi"
-    pulumi.write_text(f"""#!/bin/sh
+    stand_in(tmp_path, "pulumi", f"""#!/bin/sh
 echo "$*" >> {tmp_path}/calls
 case "$1 $2" in
   "stack export") cat {tmp_path}/export.json ;;
@@ -60,7 +60,6 @@ case "$1 $2" in
   *) exit 2 ;;
 esac
 """)
-    pulumi.chmod(0o755)
     env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
     result = subprocess.run([sys.executable, "-m", "kamaji_hami_platform.tools.protection", "--stack", "dev",
                              "--tenant", "tenant-a"], cwd=ROOT, env=env, capture_output=True,

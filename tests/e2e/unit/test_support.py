@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 
 import pytest
 
@@ -11,6 +10,7 @@ from kamaji_hami_platform.config import parse_config
 from tests.e2e import conftest as e2e_conftest
 from tests.e2e import support
 from tests.e2e.test_lifecycle import lifecycle_config
+from tests.standins import run_script, stand_in
 
 pytestmark = pytest.mark.unit
 
@@ -199,13 +199,11 @@ def test_the_mode_is_read_from_the_stack_file(tmp_path, monkeypatch):
 def test_probe_tells_open_refused_and_timed_out_apart(tmp_path):
     """The probe's script, run here with a stand-in `nc`: a reset answers at once, a dropped
     packet (what a NetworkPolicy does) waits out the connect timeout."""
-    (tmp_path / "nc").write_text('#!/bin/sh\ncase "$4" in 10.0.0.1) exit 0;; 10.0.0.2) exit 1;; '
-                                 '*) sleep 3; exit 1;; esac\n')
-    (tmp_path / "nc").chmod(0o755)
+    stand_in(tmp_path, "nc", '#!/bin/sh\ncase "$4" in 10.0.0.1) exit 0;; 10.0.0.2) exit 1;; '
+             '*) sleep 3; exit 1;; esac\n')
     pod = support.probe_pod("p", {"a": "10.0.0.1", "b": "10.0.0.2", "c": "10.0.0.3"}, 6443)
     script = pod["spec"]["containers"][0]["command"][-1]
-    result = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, timeout=30,
-                            env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}, check=False)
+    result = run_script(script, shell="sh", tools=(tmp_path,), timeout=30)
     assert support.probe_results(result.stdout) == {"a": "open", "b": "closed:refused", "c": "closed:timeout"}
 
 
@@ -214,9 +212,8 @@ def test_probe_tells_open_refused_and_timed_out_apart(tmp_path):
 def test_a_probe_from_a_workers_own_network_tells_open_refused_and_dropped_apart(
         tmp_path, monkeypatch, exit_code, stderr, expected):
     """Run with a stand-in docker whose exec exits as `timeout bash -c 'exec 3<>/dev/tcp/..'` would."""
-    docker = tmp_path / "docker"
-    docker.write_text(f"#!/bin/sh\necho \"$*\" > {tmp_path}/call\necho '{stderr}' >&2\nexit {exit_code}\n")
-    docker.chmod(0o755)
+    stand_in(tmp_path, "docker",
+             f"#!/bin/sh\necho \"$*\" > {tmp_path}/call\necho '{stderr}' >&2\nexit {exit_code}\n")
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     assert support.host_network_probe("tenant-b-worker-0", "172.30.255.201", 6443) == expected
     assert (tmp_path / "call").read_text().split() == [
@@ -224,18 +221,15 @@ def test_a_probe_from_a_workers_own_network_tells_open_refused_and_dropped_apart
 
 
 def test_a_probe_that_cannot_reach_the_container_is_an_error_not_a_drop(tmp_path, monkeypatch):
-    docker = tmp_path / "docker"
-    docker.write_text("#!/bin/sh\necho 'Error response from daemon: No such container: x' >&2\nexit 1\n")
-    docker.chmod(0o755)
+    stand_in(tmp_path, "docker",
+             "#!/bin/sh\necho 'Error response from daemon: No such container: x' >&2\nexit 1\n")
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     with pytest.raises(RuntimeError, match="No such container"):
         support.host_network_probe("x", "172.30.255.201", 6443)
 
 
 def test_a_stray_container_probes_from_the_platform_network_with_the_same_verdicts(tmp_path, monkeypatch):
-    docker = tmp_path / "docker"
-    docker.write_text(f"#!/bin/sh\necho \"$*\" > {tmp_path}/call\nexit 124\n")
-    docker.chmod(0o755)
+    stand_in(tmp_path, "docker", f"#!/bin/sh\necho \"$*\" > {tmp_path}/call\nexit 124\n")
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     image = "kindest/node:v1.35.0"
     assert support.stray_container_probe("kamaji-hami", image, "172.30.255.201", 8132) == "closed:timeout"
@@ -245,9 +239,7 @@ def test_a_stray_container_probes_from_the_platform_network_with_the_same_verdic
 
 
 def test_a_stray_container_that_cannot_start_is_an_error_not_a_drop(tmp_path, monkeypatch):
-    docker = tmp_path / "docker"
-    docker.write_text("#!/bin/sh\necho 'Unable to find image x locally' >&2\nexit 125\n")
-    docker.chmod(0o755)
+    stand_in(tmp_path, "docker", "#!/bin/sh\necho 'Unable to find image x locally' >&2\nexit 125\n")
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     with pytest.raises(RuntimeError, match="Unable to find image"):
         support.stray_container_probe("kamaji-hami", "x", "172.30.255.201", 6443)
