@@ -78,13 +78,18 @@ stack: check-pulumi venv
 	  echo "note: PULUMI_CONFIG_PASSPHRASE is empty (fine for a local dev stack only)"
 	@pulumi stack select $(STACK) 2>/dev/null || pulumi stack init $(STACK)
 
-up: check-tools check-kind-version stack kamaji-chart
-	pulumi up --yes --stack $(STACK)
+# The policy pack guards `up` as it guards `preview`. A stack marked production has a policy config
+# (policy/config/<stack>.json) that makes the advisory guardrails mandatory there.
+POLICY_CONFIG = $(wildcard policy/config/$(STACK).json)
+POLICY_ARGS = --policy-pack policy $(if $(POLICY_CONFIG),--policy-pack-config $(POLICY_CONFIG))
+
+up: check-tools check-kind-version stack policy/venv/.installed kamaji-chart
+	pulumi up --yes --stack $(STACK) $(POLICY_ARGS)
 
 # What `up` would change, with the policy pack enforced; needs neither Docker nor kind. The
 # Kamaji release loads its chart in every preview of a deployed stack: fetch it first.
 preview: stack policy/venv/.installed kamaji-chart
-	pulumi preview --diff --stack $(STACK) --policy-pack policy
+	pulumi preview --diff --stack $(STACK) $(POLICY_ARGS)
 
 # The Kamaji chart of the pinned tag, verified by digest, into .charts/ (reused once there).
 kamaji-chart: venv

@@ -122,8 +122,9 @@ def _resource_policy(name: str, rule: Callable[[rules.Resource], list[str]],
         for message in rule(_resource(args.resource_type, args.name, args.props, args.opts, args.urn)):
             report_violation(message, None)
 
+    level = EnforcementLevel.ADVISORY if name in rules.ADVISORY_RULES else EnforcementLevel.MANDATORY
     return ResourceValidationPolicy(name=name, description=(rule.__doc__ or name).strip(),
-                                    validate=validate, enforcement_level=EnforcementLevel.MANDATORY)
+                                    validate=validate, enforcement_level=level)
 
 
 def _stack_policy(name: str, rule: Callable[[list[rules.Resource]], list[rules.Violation]],

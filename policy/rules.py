@@ -257,12 +257,32 @@ def worker_versions_match(resources: list[Resource]) -> list[Violation]:
     return violations
 
 
+# Set on a worker host's join and leave when a hop's host key is not checked
+# (kamaji_hami_platform/tenant/host_ssh.py INSECURE_HOST_KEY_ENV).
+INSECURE_HOST_KEY_ENV = "KHP_INSECURE_HOST_KEY"
+
+
+def worker_host_keys_pinned(resource: Resource) -> list[str]:
+    """Every worker host and bastion is reached with its host key pinned (no insecureSkipHostKeyCheck)."""
+    if resource.type != COMMAND_TYPE:
+        return []
+    unchecked = _get(resource.props, "environment", INSECURE_HOST_KEY_ENV)
+    if not isinstance(unchecked, str) or not unchecked:
+        return []  # pinned, or not known in this preview
+    return [f"{resource.name}: the host key of {unchecked} is not checked (insecureSkipHostKeyCheck): "
+            "whoever answers at that address gets the join; pin its hostKey"]
+
+
 RESOURCE_RULES = {
     "tcp-konnectivity-and-explicit-exposure": tcp_exposure,
     "hami-webhook-fails-closed": hami_webhook_fails_closed,
     "kubeconfig-outputs-secret": kubeconfig_outputs_secret,
     "images-pinned": images_pinned,
+    "worker-host-keys-pinned": worker_host_keys_pinned,
 }
+# Rules that warn unless the stack's policy config makes them mandatory: a stack is marked
+# production by policy/config/<stack>.json, which `make preview` and `make up` pass to the engine.
+ADVISORY_RULES = frozenset({"worker-host-keys-pinned"})
 STACK_RULES = {
     "tenant-namespaces-default-deny": tenant_namespaces_default_deny,
     "worker-version-matches-control-plane": worker_versions_match,

@@ -109,14 +109,11 @@ ADDON = Section("addon", "A management-cluster add-on: installed by the platform
 ))
 IPV4_ADDRESS = Check(_QUAD, "{value!r} must be an IPv4 address")
 HOST_NAME = Check("[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?", "{value!r} must be a host name or IPv4 address")
-# What `ssh-keyscan` prints after the host name, and what pulumi-command's `hostKey` takes. Not
-# ssh-rsa: pulumi-command then offers only the key's type as host key algorithm, SHA-1 `ssh-rsa`
-# (v1.2.1 provider/pkg/provider/remote/connection.go SSHConfig: `hostKeyAlgorithms =
-# []string{publicKey.Type()}`), which OpenSSH 8.8 and later refuse: use the ed25519 or ECDSA key.
-SSH_HOST_KEY = Check("(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+={0,3}",
-                     "{value!r} must be an ed25519 or ECDSA public host key like 'ssh-ed25519 AAAA...' "
-                     "(ssh-keyscan -t ed25519 <host> prints it; pulumi-command cannot use an ssh-rsa "
-                     "host key with OpenSSH 8.8+)")
+# What `ssh-keyscan` prints after the host name: the known_hosts key the platform's OpenSSH client
+# pins (an ssh-rsa key is verified with rsa-sha2-256/512 signatures, as OpenSSH 8.8+ requires).
+SSH_HOST_KEY = Check("(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/]+={0,3}",
+                     "{value!r} must be a public host key like 'ssh-ed25519 AAAA...' (ssh-keyscan -t "
+                     "ed25519 <host> prints it)")
 KEY_NAME = Check("[A-Za-z0-9][A-Za-z0-9_.-]*", "{value!r} must name an entry of sshPrivateKeys")
 
 
@@ -129,9 +126,14 @@ def _ssh_fields(address: Field) -> tuple[Field, ...]:
         Field("privateKey", "string", "name of its private key in the secret sshPrivateKeys (an "
               "unencrypted key)",
               required=True, checks=(KEY_NAME,)),
-        Field("hostKey", "string", "its public SSH host key (ssh-ed25519 or ecdsa-sha2-nistp256/384/521, "
-              "not ssh-rsa), checked on connect; without it any host key is accepted, as pulumi-command "
-              "does", nullable=True, checks=(SSH_HOST_KEY,)),
+        Field("hostKey", "string", "its public SSH host key (ssh-ed25519, ecdsa-sha2-nistp256/384/521 or "
+              "ssh-rsa), pinned: a host that answers with another key is never sent anything. "
+              "Required, unless insecureSkipHostKeyCheck is true (ssh-keyscan -t ed25519 -p <port> "
+              "<address> prints it; compare its fingerprint with ssh-keygen -lf on the host's own "
+              "/etc/ssh/ssh_host_ed25519_key.pub)", nullable=True, checks=(SSH_HOST_KEY,)),
+        Field("insecureSkipHostKeyCheck", "boolean", "true: accept any host key (whoever answers at the "
+              "address gets the join); warned about in every preview, refused by the policy pack in "
+              "stacks marked production. Only without hostKey", default=False),
     )
 
 
@@ -366,6 +368,8 @@ CODE_ONLY_RULES: Mapping[str, str] = {
     "worker-kind": "a tenant gives workers or hosts, not both",
     "hosts": "a worker host's name and address are unique in the stack, and its private keys are in "
              "sshPrivateKeys",
+    "host-key": "every worker host and bastion pins its hostKey, unless insecureSkipHostKeyCheck is true "
+                "(and then gives none)",
     "secret": "managementKubeconfig and sshPrivateKeys are Pulumi secrets: a kubeconfig with a current "
               "context, unencrypted private keys",
 }

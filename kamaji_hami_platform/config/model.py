@@ -110,14 +110,15 @@ class SecretText:
 
 @dataclass(frozen=True)
 class SshEndpointConfig:
-    """How to reach a host over SSH: address, user, port, and the name of its private key in the
-    stack's secret `sshPrivateKeys`."""
+    """How to reach a host over SSH: address, user, port, the name of its private key in the
+    stack's secret `sshPrivateKeys`, and its pinned host key (or, on purpose, none)."""
 
     address: str
     user: str = "root"
     port: int = 22
     private_key: str = "default"
     host_key: str | None = None
+    insecure_skip_host_key_check: bool = False
 
 
 @dataclass(frozen=True)

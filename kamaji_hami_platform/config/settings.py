@@ -92,7 +92,10 @@ class BastionSettings(TypedDict):
     port: NotRequired[int]
     """SSH port (default 22)."""
     host_key: NotRequired[str]
-    """Its public host key (`ssh-ed25519 AAAA...`), checked on connect."""
+    """Its public host key (`ssh-ed25519 AAAA...`), pinned: required unless
+    `insecure_skip_host_key_check`."""
+    insecure_skip_host_key_check: NotRequired[bool]
+    """True: accept any host key (a warning in every preview; refused in stacks marked production)."""
 
 
 class HostSettings(TypedDict):
@@ -109,7 +112,10 @@ class HostSettings(TypedDict):
     port: NotRequired[int]
     """SSH port (default 22)."""
     host_key: NotRequired[str]
-    """Its public host key (`ssh-ed25519 AAAA...`), checked on connect."""
+    """Its public host key (`ssh-ed25519 AAAA...`), pinned: required unless
+    `insecure_skip_host_key_check`."""
+    insecure_skip_host_key_check: NotRequired[bool]
+    """True: accept any host key (a warning in every preview; refused in stacks marked production)."""
     bastion: NotRequired[BastionSettings]
     """A jump host to reach it through."""
 

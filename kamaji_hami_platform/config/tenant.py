@@ -51,9 +51,19 @@ def parse_tenant(raw: Any, index: int, models: Mapping[str, GpuModelConfig],
                         values["konnectivityNodePort"])
 
 
-def _ssh_endpoint(values: Mapping[str, Any]) -> SshEndpointConfig:
+def _ssh_endpoint(values: Mapping[str, Any], path: str, problems: Problems) -> SshEndpointConfig:
+    """An SSH hop, its host key pinned or, on purpose and visibly, not checked."""
+    insecure = values["insecureSkipHostKeyCheck"]
+    if values["hostKey"] is None and not insecure:
+        problems.add(f"{path}.hostKey", f"is required: pin the key {values['address']} answers with "
+                     f"(ssh-keyscan -t ed25519 -p {values['port']} {values['address']}, and check its "
+                     "fingerprint against ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the machine), "
+                     "or set insecureSkipHostKeyCheck: true to accept any key", "host-key")
+    if values["hostKey"] is not None and insecure:
+        problems.add(f"{path}.insecureSkipHostKeyCheck", "true with a hostKey: the key would not be "
+                     "checked; give one or the other", "host-key")
     return SshEndpointConfig(values["address"], values["user"], values["port"], values["privateKey"],
-                       values["hostKey"])
+                             values["hostKey"], insecure)
 
 
 def _parse_host(raw: Any, path: str, problems: Problems) -> HostConfig | None:
@@ -66,10 +76,10 @@ def _parse_host(raw: Any, path: str, problems: Problems) -> HostConfig | None:
                                                         BASTION, bastion_path, problems)
         if bastion_invalid:
             return None
-        bastion = _ssh_endpoint(bastion_values)
+        bastion = _ssh_endpoint(bastion_values, bastion_path, problems)
     if invalid:
         return None
-    return HostConfig(values["name"], _ssh_endpoint(values), bastion)
+    return HostConfig(values["name"], _ssh_endpoint(values, path, problems), bastion)
 
 
 def _parse_hosts(raw: Any, path: str, problems: Problems) -> tuple[HostConfig, ...]:

@@ -12,16 +12,16 @@ kube-proxy.
 
 import base64
 import os
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 from urllib.parse import urlparse
 
 import pulumi
 import pulumi_kubernetes as kubernetes
 import yaml
-from pulumi_command import local, remote
+from pulumi_command import local
 
 from kamaji_hami_platform import resource_inputs
-from kamaji_hami_platform.config import HostConfig, ManagementConfig, SshEndpointConfig, TenantConfig
+from kamaji_hami_platform.config import HostConfig, ManagementConfig, TenantConfig
 from kamaji_hami_platform.config.settings import (
     ManagementSettings,
     TenantSettings,
@@ -33,7 +33,7 @@ from kamaji_hami_platform.management import docker_host
 from kamaji_hami_platform.manifest_resources import create_objects, create_objects_with
 from kamaji_hami_platform.providers import check_provider_args, cluster_provider
 from kamaji_hami_platform.tenant import addons as tenant_addons
-from kamaji_hami_platform.tenant import admin_access, host_join, node_join
+from kamaji_hami_platform.tenant import admin_access, ca_pin, host_join, host_leave, host_ssh, node_join
 from kamaji_hami_platform.tenant import control_plane as tcp_render
 from kamaji_hami_platform.tenant.addresses import claim_worker_addresses
 from kamaji_hami_platform.tenant.network_policy import network_policies
@@ -223,10 +223,15 @@ class KamajiTenant(pulumi.ComponentResource):
 
         self.node_names = tenant.worker_names()
         self.workers: list[local.Command] = []
+        self.kubelet_skew_checks: list[pulumi.Output[str]] = []
         if tenant.on_hosts:
+            # The CA's pin for kubeadm (public), and whose node a joined host is.
+            self.ca_hash = pulumi.Output.unsecret(self.kubeconfig.apply(ca_pin.kubeconfig_ca_hash))
+            owner = host_join.Ownership(pulumi.get_project(), pulumi.get_stack(), management_settings.name)
             for host in tenant.hosts:
                 # One at a time, as the containers: a new control plane re-joins host after host.
-                self.workers.append(self._host_worker(name, host, ssh_keys, previous=self.workers[-1:]))
+                self.workers.append(self._host_worker(name, host, ssh_keys, owner,
+                                                      previous=self.workers[-1:]))
         elif tenant.workers:
             self.worker_image = self._worker_image(name, management_settings)
         for index in range(0 if tenant.on_hosts else tenant.workers):
@@ -252,6 +257,9 @@ class KamajiTenant(pulumi.ComponentResource):
             "endpoint": self.endpoint,
             "kubeconfig": self.kubeconfig,
             "nodeNames": self.node_names,
+            # Awaited here, so a host's kubelet out of the version-skew policy fails the preview.
+            **({"kubeletSkew": pulumi.Output.all(*self.kubelet_skew_checks)}
+               if self.kubelet_skew_checks else {}),
         })
 
     def _control_plane(self, name: str, management: ManagementConfig, on_management: pulumi.ResourceOptions,
@@ -324,25 +332,34 @@ class KamajiTenant(pulumi.ComponentResource):
         )
 
     def _host_worker(self, name: str, host: HostConfig, keys: dict[str, pulumi.Input[str]],
-                     previous: list[local.Command]) -> local.Command:
+                     owner: host_join.Ownership, previous: list[local.Command]) -> local.Command:
         """A machine joined over SSH: `-leave` (its delete drains and deletes the node, then resets
-        the host over SSH, warning when the host does not answer), `-join` (pulumi-command's remote
-        Command: prerequisites, a short-lived token, kubeadm join; reset again when the join fails)
+        the host over SSH, warning when the host does not answer), `-join` (from this host: a
+        bootstrap token minted for minutes, the host joined over SSH with it, the token deleted)
         and the returned command that waits until the node is Ready. A new control plane (its UID)
         or another address replaces all three in that order: the host is reset, then joins again.
-        The delete lives in a local command because pulumi-command fails a delete whose SSH dial
-        fails (v1.2.1 provider/pkg/provider/remote/commandOutputs.go), which would block destroy."""
+        Every script runs here, with this host's OpenSSH client and kubectl; the host gets the API
+        endpoint, the token and the CA, never a kubeconfig (tenant/host_join.py)."""
         # The API endpoint too: a new LoadBalancer address, node port or nodePortAddress leaves a
         # joined kubelet talking to the old one (its kubelet.conf), so the host joins again.
         triggers = [host.name, host.address, self.control_plane_uid, self.endpoint]
         environment = {node_join.KUBECONFIG_ENV: self.kubeconfig,
-                       host_join.HOST_SSH_KEY_ENV: pulumi.Output.secret(keys[host.ssh.private_key])}
+                       host_join.CA_HASH_ENV: self.ca_hash,
+                       host_ssh.HOST_SSH_KEY_ENV: pulumi.Output.secret(keys[host.ssh.private_key])}
         if host.bastion is not None:
-            environment[host_join.BASTION_SSH_KEY_ENV] = pulumi.Output.secret(keys[host.bastion.private_key])
+            environment[host_ssh.BASTION_SSH_KEY_ENV] = pulumi.Output.secret(keys[host.bastion.private_key])
+        unchecked = host_ssh.unchecked_hops(host)
+        if unchecked:
+            # Visible in every preview and to the policy pack (worker-host-keys-pinned).
+            environment[host_ssh.INSECURE_HOST_KEY_ENV] = ", ".join(unchecked)
+            pulumi.log.warn(f"host {host.name} of tenant {self.tenant.name}: the host key of "
+                            f"{', '.join(unchecked)} is not checked (insecureSkipHostKeyCheck): whoever "
+                            "answers at that address gets the join", resource=self)
         leave = local.Command(
             f"{name}-{host.name}-leave",
             create=host_join.worker_script(self.tenant, host),
-            delete=host_join.leave_script(self.tenant, host),
+            delete=host_join.RUN_STDIN_SCRIPT,
+            stdin=host_leave.leave_script(self.tenant, host, owner),
             interpreter=["/bin/bash", "-c"],
             environment=environment,
             logging=local.Logging.STDOUT_AND_STDERR,  # redacted by the script
@@ -350,45 +367,32 @@ class KamajiTenant(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self, delete_before_replace=True,
                 depends_on=[self.control_plane, self.admin_access, *previous]))
-        join = remote.Command(
+        join = local.Command(
             f"{name}-{host.name}-join",
-            connection=_connection(host, keys),
-            create=host_join.join_command(self.tenant, host),
-            # The admin kubeconfig reaches the host on stdin only (secret in state, never an argument).
-            stdin=self.kubeconfig,
-            logging=remote.Logging.STDOUT_AND_STDERR,  # progress and prerequisites, redacted
-            # The previous output in the environment is set over SSH Setenv, which a default sshd
-            # refuses with a warning on every re-run (v1.2.1 remote/commandOutputs.go).
-            add_previous_output_in_env=False,
+            create=host_join.RUN_STDIN_SCRIPT,
+            stdin=host_join.join_script(self.tenant, host, owner, tcp_render.konnectivity_port(self.tenant)),
+            interpreter=["/bin/bash", "-c"],
+            environment=environment,
+            logging=local.Logging.STDOUT_AND_STDERR,  # progress and prerequisites, redacted
             triggers=triggers,
             opts=pulumi.ResourceOptions(
                 parent=self, delete_before_replace=True, depends_on=[leave],
                 additional_secret_outputs=["stdout", "stderr"]))
-        return local.Command(
+        ready = local.Command(
             f"{name}-{host.name}",
             create=host_join.ready_script(self.tenant, host),
             interpreter=["/bin/bash", "-c"],
             environment={node_join.KUBECONFIG_ENV: self.kubeconfig},
             triggers=triggers,
             opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True, depends_on=[join]))
+        # A tenant version the host's kubelet cannot serve is refused in preview (the kubelet's
+        # version as the last `up` reported it).
+        self.kubelet_skew_checks.append(ready.stdout.apply(
+            lambda output: _refuse_skew(host_join.kubelet_skew_problem(self.tenant, host, output))))
+        return ready
 
 
-# pulumi-command's default is 10 dial errors of 15 s each (v1.2.1 remote/connection.go; it gives
-# up after limit + 1 dials, per phase through a bastion): 4 fails a dead host's join sooner.
-DIAL_ERROR_LIMIT = 4
-PER_DIAL_TIMEOUT_SECONDS = 15
-
-
-def _connection_args(endpoint: SshEndpointConfig, keys: dict[str, pulumi.Input[str]]) -> dict[str, Any]:
-    """How pulumi-command reaches a host or its bastion. Without host_key it accepts any host key
-    (pulumi-command's InsecureIgnoreHostKey); with it, only that one."""
-    return {"host": endpoint.address, "port": endpoint.port, "user": endpoint.user,
-            "private_key": pulumi.Output.secret(keys[endpoint.private_key]),
-            "host_key": endpoint.host_key, "dial_error_limit": DIAL_ERROR_LIMIT,
-            "per_dial_timeout": PER_DIAL_TIMEOUT_SECONDS}
-
-
-def _connection(host: HostConfig, keys: dict[str, pulumi.Input[str]]) -> remote.ConnectionArgs:
-    proxy = (remote.ProxyConnectionArgs(**_connection_args(host.bastion, keys))
-             if host.bastion is not None else None)
-    return remote.ConnectionArgs(**_connection_args(host.ssh, keys), proxy=proxy)
+def _refuse_skew(problem: str | None) -> str:
+    if problem is not None:
+        raise ValueError(problem)
+    return "ok"

@@ -1,46 +1,46 @@
 """Worker hosts: machines reached over SSH, joined to a tenant with `kubeadm join`.
 
-The SSH counterpart of node_join's container workers, with its guarantees: the scripts are pure
-functions of config and never carry a secret. Per host: `<host>-leave` (local; its delete drains
-and resets the host, so a dead host warns instead of blocking `pulumi destroy`), `<host>-join`
-(remote, no delete, no `environment`: the kubeconfig comes on stdin) and `<host>-ready` (local).
+Per host, three local Commands: `<host>-leave` (its delete drains the node and resets the host:
+tenant/host_leave.py), `<host>-join` and `<host>-ready`. The join runs here, as the tenant's admin:
+it mints a bootstrap token that lives minutes and sends the host only the API endpoint, the token
+(on stdin) and the CA, never a kubeconfig; the token is deleted after the join, whatever happens.
+The host keeps nothing of the session (traps on EXIT, HUP, INT, TERM, PIPE), and marks itself as
+this stack's node of the tenant: a join or a leave touches no host another stack or cluster owns.
 
-Upstream: pulumi-command v1.2.1 provider/pkg/provider/remote/commandOutputs.go (a failed SSH dial
-fails a remote delete; `environment` is SSH `Setenv`).
+Upstream: kubernetes v1.35 cmd/kubeadm/app/util/pubkeypin/pubkeypin.go (the CA pin),
+staging/src/k8s.io/cluster-bootstrap/token/api/types.go (a bootstrap token Secret).
 Rationale: docs/design/worker-hosts.md.
 """
 
 from __future__ import annotations
 
-import shlex
+import re
+from dataclasses import dataclass
 
-from kamaji_hami_platform.config import HostConfig, SshEndpointConfig, TenantConfig
+from kamaji_hami_platform.config import HostConfig, TenantConfig
 from kamaji_hami_platform.shell_templates import Shell, Text
 from kamaji_hami_platform.shell_templates import render as render_script
-from kamaji_hami_platform.tenant import node_join
+from kamaji_hami_platform.tenant import host_ssh, node_join
 
 KUBECONFIG_ENV = node_join.KUBECONFIG_ENV
 _PACKAGE = "kamaji_hami_platform.tenant"
-SKIP_DRAIN_ENV = node_join.SKIP_DRAIN_ENV
-# The private key (PEM) of the host's SSH user and, with a bastion, the bastion user's: in the
-# environment of `<host>-leave` (secrets), written to 0600 files for the OpenSSH client.
-HOST_SSH_KEY_ENV = "KHP_SSH_KEY"
-BASTION_SSH_KEY_ENV = "KHP_BASTION_SSH_KEY"
-# Where leave_script keeps the key files; exported, so the bastion's ProxyCommand (run by
-# /bin/sh, not by the script) finds them too.
-SSH_DIR_ENV = "KHP_SSH_DIR"
+# The tenant CA's pin for `kubeadm join` (tenant/ca_pin.py), in the join's and leave's environment.
+CA_HASH_ENV = "KHP_CA_HASH"
 REDACT_SED = node_join.REDACT_SED
-BOOTSTRAP_TOKEN_TTL = node_join.BOOTSTRAP_TOKEN_TTL
+# A bootstrap token lives this long (its Secret's `expiration`), enough for one join.
+BOOTSTRAP_TOKEN_MINUTES = 10
+# The group kubeadm's node tokens carry, which Kamaji binds the node bootstrap RBAC to (kubernetes
+# v1.35 cmd/kubeadm/app/constants/constants.go NodeBootstrapTokenAuthGroup).
+BOOTSTRAP_TOKEN_GROUP = "system:bootstrappers:kubeadm:default-node-token"
 READY_WAIT = node_join.NODE_READY_WAIT
 API_REQUEST_TIMEOUT = node_join.API_REQUEST_TIMEOUT
 API_CALL_TIMEOUT_SECONDS = node_join.API_CALL_TIMEOUT_SECONDS
-DRAIN_TIMEOUT_SECONDS = 120
-# Minting the join token: retried while Kamaji sets up the bootstrap RBAC, each call bounded.
-TOKEN_WAIT_SECONDS = 120
-TOKEN_CALL_TIMEOUT_SECONDS = 30
-# A node that does not answer: pods its drain evicted are gone after this long, whatever their
-# state (kubectl drain --skip-wait-for-delete-timeout; a silent kubelet never confirms them).
-SKIP_WAIT_FOR_DELETE_SECONDS = 30
+# The whole join on the host: the prerequisites, kubeadm join (its discovery waits for the
+# cluster-info signature of a new token), the kubelet's start.
+JOIN_TIMEOUT_SECONDS = 600
+# The local Command's create: bash reads the join script on its stdin, so a failure's message
+# (pulumi-command prints the command it ran) is this line and the reason, not the script.
+RUN_STDIN_SCRIPT = "exec /bin/bash -s"
 
 # Paths on the host. Module constants, so the ssh test tier runs the scripts unchanged against
 # a sandbox (bind mounts in a mount namespace; a path the sandbox cannot bind over is set there).
@@ -49,8 +49,8 @@ NODE_CA_CERT = node_join.NODE_CA_CERT
 # kindnetd writes its CNI config here (kind v0.31.0 images/kindnetd/cmd/kindnetd/cni.go); `kubeadm
 # reset` leaves CNI configs alone ("does not perform cleanup of CNI plugin configuration").
 KINDNET_CNI_CONFIG = "/etc/cni/net.d/10-kindnet.conflist"
-# Written after a join, removed by every reset: which platform tenant the host is a node of. The
-# join resets only a host that carries this tenant's marker, never a node of another cluster.
+# Written after a join, removed by every reset: whose node the host is (Ownership.marker), the node
+# it joined as, and the CA pin of the control plane it joined.
 JOIN_MARKER = "/etc/kubernetes/kamaji-hami-platform-tenant"
 CNI_BIN_DIR = "/opt/cni/bin"
 # The plugins kindnet's config chains (ptp, host-local IPAM, portmap) plus loopback, which the
@@ -65,27 +65,52 @@ KERNEL_MODULES = ("overlay", "br_netfilter")
 # kubeadm's join preflight FileContent--proc-sys-net-ipv4-ip_forward (an error unless it is 1).
 IP_FORWARD = "/proc/sys/net/ipv4/ip_forward"
 PROC_SWAPS = "/proc/swaps"
+# cgroup v2 is mounted here as `cgroup2fs` (stat -f); the kubelet refuses cgroup v1 since v1.35.
+CGROUP_ROOT = "/sys/fs/cgroup"
+# What the kubelet and kube-proxy run on a node (iptables rules, addresses, namespaces).
+HOST_TOOLS = ("iptables", "ip", "nsenter")
+# How long a connection to the tenant's API and Konnectivity may take to open.
+CONNECT_TIMEOUT_SECONDS = 5
 CONTAINER_RUNTIMES = ("containerd", "crio")
 SYSTEMD_CGROUP = "^[[:space:]]*SystemdCgroup[[:space:]]*=[[:space:]]*true"
+# containerd's CRI plugin in `config dump`'s `disabled_plugins`: 1.7 keeps a version-1 file's short
+# `cri`, 2.x writes the full id, and splits CRI into `io.containerd.cri.v1.runtime` and `.images`
+# (containerd v1.7.34 services/server/config/config.go, v2.3.4 cmd/containerd/server/config/config.go
+# v1MigratePluginName).
+CRI_PLUGIN = "[\"'](cri|io\\.containerd\\.grpc\\.v1\\.cri|io\\.containerd\\.cri\\.v1\\.(runtime|images))[\"']"
 # A non-login SSH session (and sudo's secure_path on some distributions) may lack the sbin and
 # /usr/local directories kubeadm, kubelet and systemctl live in; appended, so an earlier entry wins.
 HOST_PATH_EXTRA = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # kubeadm reads JoinConfiguration v1beta4 from v1.31 on; v1beta3 before (both have the fields used).
 KUBEADM_V1BETA4_MINOR = 31
-
-# The OpenSSH client of leave_script: as pulumi-command dials (per-dial timeout 15 s), a few
-# attempts, and the whole reset bounded (kubeadm reset stops the kubelet and removes containers).
-SSH_CONNECT_TIMEOUT_SECONDS = 15
-SSH_CONNECTION_ATTEMPTS = 2
-HOST_RESET_TIMEOUT_SECONDS = 300
-# Exit codes of the remote reset; OpenSSH's own 255 (cannot connect or authenticate) and
-# coreutils timeout's 124 mean the host was not reached or did not finish.
-HOST_RESET, HOST_RESET_FAILED, HOST_FOREIGN = 0, 3, 4
-SSH_FAILED, TIMED_OUT = 255, 124
+# The kubelet may be up to three minors older than the API server, never newer
+# (https://kubernetes.io/releases/version-skew-policy/#kubelet).
+KUBELET_SKEW_MINORS = 3
+_KUBELET_VERSION = re.compile(r"\(kubelet v1\.([0-9]+)\.[0-9]+")
 
 
-def _q(text: str) -> str:
-    return shlex.quote(text)
+@dataclass(frozen=True)
+class Ownership:
+    """Whose node a joined host is: a tenant of one stack (project/stack) and management cluster.
+    Two stacks may each have a tenant of the same name; their markers differ."""
+
+    project: str
+    stack: str
+    management: str
+
+    def marker(self, tenant: TenantConfig) -> str:
+        """The first line of JOIN_MARKER on a host this stack joined to `tenant`."""
+        return (f"kamaji-hami-platform stack={self.project}/{self.stack} management={self.management} "
+                f"tenant={tenant.name}")
+
+
+def legacy_marker(tenant: TenantConfig) -> str:
+    """JOIN_MARKER as the platform's 0.1.0 wrote it: the tenant's name only."""
+    return f"kamaji-hami-platform tenant {tenant.name}"
+
+
+def tenant_minor(tenant: TenantConfig) -> int:
+    return int(tenant.kubernetes_version.lstrip("v").split(".")[1])
 
 
 def worker_script(tenant: TenantConfig, host: HostConfig) -> str:
@@ -95,33 +120,10 @@ def worker_script(tenant: TenantConfig, host: HostConfig) -> str:
                          tenant=Text(tenant.name)).removesuffix("\n")
 
 
-def marker_text(tenant: TenantConfig) -> str:
-    """What JOIN_MARKER holds on a host joined to `tenant`."""
-    return f"kamaji-hami-platform tenant {tenant.name}"
-
-
-def tenant_minor(tenant: TenantConfig) -> int:
-    return int(tenant.kubernetes_version.lstrip("v").split(".")[1])
-
-
-def remote_command(host: HostConfig, script: str) -> str:
-    """The command string sshd runs with the user's login shell (`$SHELL -c <command>`): the
-    POSIX sh script as one quoted argument of /bin/sh, so bash, dash or zsh as login shell do not
-    matter; through `sudo -n` (never a password prompt: fails at once) for a user other than
-    root. Arguments after it become the script's $1...; stdin passes through sudo."""
-    command = f"/bin/sh -c {_q(script)} {_q(host.name)}"
-    return command if host.ssh.user == "root" else f"sudo -n {command}"
-
-
-def join_command(tenant: TenantConfig, host: HostConfig) -> str:
-    """The `create` of `<host>-join`: join_script on the host, the kubeconfig on its stdin."""
-    return remote_command(host, join_script(tenant, host))
-
-
 def prerequisites_script(tenant: TenantConfig, host: HostConfig) -> Shell:
     """POSIX sh: check everything a join needs and fail with the full list of what is missing,
     each with its fix, before anything on the host changes. Sets $kubeadm_minor and $runtime.
-    Swap is only noted (the tenants' kubelets run with failSwapOn false).
+    The API endpoint and Konnectivity's are the script's $endpoint and $konnectivity.
 
     Version skew: https://kubernetes.io/releases/version-skew-policy/; kubeadm v1.35.4
     constants.MinimumKubeletVersion, preflight KubeletVersionCheck (docs/design/worker-hosts.md).
@@ -136,7 +138,9 @@ def prerequisites_script(tenant: TenantConfig, host: HostConfig) -> Shell:
         kernel_modules=Text(" ".join(KERNEL_MODULES)), proc_modules=PROC_MODULES,
         modules_builtin=Shell(MODULES_BUILTIN), ip_forward=IP_FORWARD,
         cni_plugins=Text(" ".join(CNI_PLUGINS)), cni_bin_dir=CNI_BIN_DIR, proc_swaps=PROC_SWAPS,
-        gpu_prerequisites=gpu, host=Text(host.name), tenant=Text(tenant.name)))
+        gpu_prerequisites=gpu, host=Text(host.name), tenant=Text(tenant.name), cri_plugin=CRI_PLUGIN,
+        cgroup_root=CGROUP_ROOT, host_tools=Text(" ".join(HOST_TOOLS)),
+        connect_timeout=CONNECT_TIMEOUT_SECONDS))
 
 
 def _gpu_prerequisites(tenant: TenantConfig) -> Shell:
@@ -147,7 +151,8 @@ def _gpu_prerequisites(tenant: TenantConfig) -> Shell:
     assert tenant.gpus is not None
     return Shell(render_script(
         _PACKAGE, "host_gpu_prerequisites.sh", per_worker=tenant.gpus.per_worker,
-        model=Text(tenant.gpus.model.name),
+        model=Text(tenant.gpus.model.name), product=_nvidia_smi_name(tenant.gpus.model.product),
+        product_text=Text(tenant.gpus.model.product),
         containerd_default_runtime=_toml_setting("default_runtime_name", "nvidia"),
         crio_default_runtime=_toml_setting("default_runtime", "nvidia")))
 
@@ -159,6 +164,13 @@ def _toml_setting(key: str, value: str) -> str:
     return f"^[[:space:]]*{key}[[:space:]]*=[[:space:]]*[\"']{value}[\"']"
 
 
+def _nvidia_smi_name(product: str) -> str:
+    """What `nvidia-smi --query-gpu=name` must contain for a card of `product`: the product string
+    without the vendor, since older drivers print `A100-SXM4-80GB` where newer ones print
+    `NVIDIA A100-SXM4-80GB` (NVIDIA/CUDALibrarySamples#104); matched case-insensitively."""
+    return product.removeprefix("NVIDIA ").strip()
+
+
 def _reset_function() -> Shell:
     """POSIX sh `reset_host`: what `kubeadm join` left (kubeadm reset -f), and kindnet's CNI
     config, which kubeadm reset leaves and which would point a new node at the old pod network."""
@@ -166,142 +178,87 @@ def _reset_function() -> Shell:
                                join_marker=JOIN_MARKER))
 
 
-def join_script(tenant: TenantConfig, host: HostConfig) -> str:
-    """POSIX sh on the host (root, or through sudo): check the prerequisites, join the tenant
-    unless already joined to it, with a bootstrap token minted from the kubeconfig on stdin.
+def _nvidia_smi_name(product: str) -> str:
+    """What `nvidia-smi --query-gpu=name` must contain for a card of `product`: the product string
+    without the vendor, since older drivers print `A100-SXM4-80GB` where newer ones print
+    `NVIDIA A100-SXM4-80GB` (NVIDIA/CUDALibrarySamples#104); matched case-insensitively."""
+    return product.removeprefix("NVIDIA ").strip()
 
-    Safe to run twice. A host joined to another control plane of this tenant (its CA is not the
-    tenant's: the control plane was replaced) is reset first. A failed join resets the host, so
-    the next `pulumi up` starts clean.
+
+def _reset_function() -> Shell:
+    """POSIX sh `reset_host`: what `kubeadm join` left (kubeadm reset -f), and kindnet's CNI
+    config, which kubeadm reset leaves and which would point a new node at the old pod network."""
+    return Shell(render_script(_PACKAGE, "host_reset_function.sh", kindnet_cni_config=KINDNET_CNI_CONFIG,
+                               join_marker=JOIN_MARKER))
+
+
+def remote_join_script(tenant: TenantConfig, host: HostConfig, owner: Ownership) -> str:
+    """POSIX sh on the host (root, or through sudo): unless it is already this stack's node of the
+    tenant, check the prerequisites and join with the token on stdin ($1.. the CA pin, the CA,
+    the API and Konnectivity endpoints, whether the tenant has the Node).
+
+    Safe to run twice. A host this stack joined to the tenant (its marker, or this control plane's
+    CA) that is joined to a replaced control plane, as another node, or whose Node the tenant lost,
+    is reset and joins again; any other joined host is refused untouched. A failed join resets the
+    host, so the next `pulumi up` starts clean.
     """
     return render_script(
-        _PACKAGE, "host_join.sh", path_extra=Text(HOST_PATH_EXTRA), host=Text(host.name),
-        redact=Shell(REDACT_SED), kubelet_config=KUBELET_CONFIG, node_ca_cert=NODE_CA_CERT,
-        tenant=Text(tenant.name), join_marker=JOIN_MARKER, marker=marker_text(tenant),
+        _PACKAGE, "host_join_remote.sh", path_extra=Text(HOST_PATH_EXTRA), redact=Shell(REDACT_SED),
+        marker=owner.marker(tenant), legacy_marker=legacy_marker(tenant), kubelet_config=KUBELET_CONFIG,
+        node_ca_cert=NODE_CA_CERT, join_marker=JOIN_MARKER, tenant=Text(tenant.name),
         prerequisites=prerequisites_script(tenant, host), reset_function=_reset_function(),
-        token_wait=TOKEN_WAIT_SECONDS, token_call_timeout=TOKEN_CALL_TIMEOUT_SECONDS,
-        token_ttl=Text(BOOTSTRAP_TOKEN_TTL), v1beta4_minor=KUBEADM_V1BETA4_MINOR)
+        v1beta4_minor=KUBEADM_V1BETA4_MINOR)
 
 
-def known_hosts_line(endpoint: SshEndpointConfig) -> str:
-    """The pinned host key in known_hosts form: OpenSSH names a host on port 22 by its address
-    alone and on any other port as `[address]:port`."""
-    assert endpoint.host_key is not None
-    name = endpoint.address if endpoint.port == 22 else f"[{endpoint.address}]:{endpoint.port}"
-    return f"{name} {endpoint.host_key}"
-
-
-def ssh_options(endpoint: SshEndpointConfig, role: str) -> list[str]:
-    """OpenSSH client options (shell words) reaching `endpoint` as pulumi-command's remote
-    Command does: only the given key, no agent, no ~/.ssh/config (-F none), never a prompt; its
-    host key pinned when the config gives one (pulumi-command then uses ssh.FixedHostKey),
-    otherwise not checked (pulumi-command: ssh.InsecureIgnoreHostKey). `role` names the key file
-    ($KHP_SSH_DIR/<role>.key) and the pinned key's known_hosts file."""
-    files = f"${SSH_DIR_ENV}/{role}"
-    words = ["-F", "none", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={SSH_CONNECT_TIMEOUT_SECONDS}",
-             "-o", f"ConnectionAttempts={SSH_CONNECTION_ATTEMPTS}", "-o", "IdentitiesOnly=yes",
-             "-o", "LogLevel=ERROR", "-i", f'"{files}.key"', "-p", str(endpoint.port)]
-    if endpoint.host_key:
-        words += ["-o", "StrictHostKeyChecking=yes", "-o", f'UserKnownHostsFile="{files}.known_hosts"']
-    else:
-        words += ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"]
-    return words
-
-
-def _destination(endpoint: SshEndpointConfig) -> str:
-    return f"{endpoint.user}@{endpoint.address}"
-
-
-def ssh_words(host: HostConfig) -> list[str]:
-    """The ssh command line (shell words, before the remote command) of leave_script. A bastion
-    is crossed with a ProxyCommand: an ssh of its own, with the bastion's key and options, that
-    forwards stdin/stdout to the host (-W). ssh runs the ProxyCommand with $SHELL, which the
-    script sets to /bin/sh, where "$KHP_SSH_DIR/..." expands."""
-    words = ["ssh", *ssh_options(host.ssh, "host")]
-    if host.bastion is not None:
-        proxy = " ".join(["ssh", *ssh_options(host.bastion, "bastion"), "-W", "%h:%p",
-                          _q(_destination(host.bastion))])
-        words += ["-o", _q(f"ProxyCommand={proxy}")]
-    return [*words, _q(_destination(host.ssh))]
-
-
-def manual_reset_command(host: HostConfig) -> str:
-    """What an operator runs when the leave could not reach the host."""
-    sudo = "" if host.ssh.user == "root" else "sudo "
-    jump = ""
-    if host.bastion is not None:
-        jump = f"-J {_destination(host.bastion)}:{host.bastion.port} "
-    reset = f"{sudo}kubeadm reset -f && {sudo}rm -f {KINDNET_CNI_CONFIG} {JOIN_MARKER}"
-    return f"ssh {jump}-p {host.ssh.port} {_destination(host.ssh)} {_q(reset)}"
-
-
-def host_reset_script() -> str:
-    """POSIX sh on the host: `kubeadm reset -f` and kindnet's CNI config, unless the host is
-    joined to another control plane ($1: sha256 of the tenant CA without line breaks, or
-    `none`): a host that moved to another tenant, or rejoined a replaced control plane, before
-    this old node's leave ran, is left as it is."""
-    return render_script(
-        _PACKAGE, "host_reset.sh", path_extra=Text(HOST_PATH_EXTRA), kubelet_config=KUBELET_CONFIG,
-        node_ca_cert=NODE_CA_CERT, foreign=HOST_FOREIGN, reset_failed=HOST_RESET_FAILED,
-        kindnet_cni_config=KINDNET_CNI_CONFIG, join_marker=JOIN_MARKER,
-        kindnet_cni_config_text=Text(KINDNET_CNI_CONFIG), reset=HOST_RESET)
-
-
-def _key_file(env: str, role: str) -> str:
-    """bash: the private key in $env into $KHP_SSH_DIR/<role>.key. A PEM key needs its final
-    newline; a secret may have lost it (or carry one): exactly one."""
-    return render_script(_PACKAGE, "host_ssh_key.bash", key_env=Text(env), ssh_dir_env=Text(SSH_DIR_ENV),
-                         role=Text(role))
-
-
-def _known_hosts_file(endpoint: SshEndpointConfig, role: str) -> str:
-    if not endpoint.host_key:
-        return ""
-    return render_script(_PACKAGE, "host_ssh_known_hosts.sh", known_hosts_line=known_hosts_line(endpoint),
-                         ssh_dir_env=Text(SSH_DIR_ENV), role=Text(role))
-
-
-def _tenant_kubectl() -> Shell:
+def tenant_kubectl() -> Shell:
     """bash: a private temporary directory with the tenant kubeconfig from the environment, and
     `k`: kubectl against the tenant, each request and each call bounded: a tenant API that is gone
-    must not hold the leave for the kernel's connect retries."""
+    must not hold a join or leave for the kernel's connect retries."""
     return Shell(render_script(_PACKAGE, "host_tenant_kubectl.bash", kubeconfig_env=Text(KUBECONFIG_ENV),
                                redact=Shell(REDACT_SED), call_timeout=API_CALL_TIMEOUT_SECONDS,
                                request_timeout=Text(API_REQUEST_TIMEOUT)))
 
 
-def leave_script(tenant: TenantConfig, host: HostConfig) -> str:
-    """bash on the Pulumi host, the delete of `<host>-leave`: drain the node and delete it from
-    the tenant, then reset the host over SSH.
-
-    A failed drain (a PodDisruptionBudget, a pod that will not go) stops here: the node is
-    uncordoned again and stays, the host is not reset, the delete fails. `KHP_SKIP_DRAIN=1`
-    skips the drain (`make down`). A tenant API that does not answer, a node already gone, a
-    host that cannot be reached or whose reset fails each give a warning (with the command to
-    run by hand) and the leave goes on: a machine that is gone must not block `pulumi destroy`.
-    """
-    keys = _key_file(HOST_SSH_KEY_ENV, "host") + _known_hosts_file(host.ssh, "host")
-    if host.bastion is not None:
-        keys += _key_file(BASTION_SSH_KEY_ENV, "bastion") + _known_hosts_file(host.bastion, "bastion")
-    where = f"{host.ssh.user}@{host.ssh.address}:{host.ssh.port}" + (
-        f" through {host.bastion.user}@{host.bastion.address}:{host.bastion.port}" if host.bastion else "")
+def join_script(tenant: TenantConfig, host: HostConfig, owner: Ownership, konnectivity_port: int) -> str:
+    """bash on the Pulumi host, the stdin of `<host>-join` (its create: RUN_STDIN_SCRIPT): as the
+    tenant's admin ($TENANT_KUBECONFIG), mint a bootstrap token, join the host over SSH with it,
+    delete the token (on every exit); a failure says first why. The CA pin is $KHP_CA_HASH."""
     return render_script(
-        _PACKAGE, "host_leave.bash", tenant_kubectl=_tenant_kubectl(), node=host.name,
-        kubeconfig_env=Text(KUBECONFIG_ENV), tenant=Text(tenant.name),
-        skip_drain_env=Text(SKIP_DRAIN_ENV), drain_bound=DRAIN_TIMEOUT_SECONDS + API_CALL_TIMEOUT_SECONDS,
-        request_timeout=Text(API_REQUEST_TIMEOUT), skip_wait_for_delete=SKIP_WAIT_FOR_DELETE_SECONDS,
-        drain_timeout=DRAIN_TIMEOUT_SECONDS, ssh_dir_env=Text(SSH_DIR_ENV), key_files=Shell(keys),
+        _PACKAGE, "host_join.bash", tenant_kubectl=tenant_kubectl(), node=host.name,
+        ca_hash_env=Text(CA_HASH_ENV), konnectivity_port=konnectivity_port,
+        token_minutes=BOOTSTRAP_TOKEN_MINUTES, bootstrap_group=Text(BOOTSTRAP_TOKEN_GROUP),
+        ssh_dir_env=Text(host_ssh.SSH_DIR_ENV), key_files=Shell(host_ssh.key_files(host)),
         # The remote command in a quoted heredoc: its line, then the heredoc's end.
-        remote=Shell(remote_command(host, host_reset_script()) + "\n"),
-        reset_timeout=HOST_RESET_TIMEOUT_SECONDS, ssh=Shell(" ".join(ssh_words(host))), reset=HOST_RESET,
-        foreign=HOST_FOREIGN, ssh_failed=SSH_FAILED, timed_out=TIMED_OUT, where=Text(where),
-        manual=manual_reset_command(host))
+        remote=Shell(host_ssh.remote_command(host, remote_join_script(tenant, host, owner)) + "\n"),
+        join_timeout=JOIN_TIMEOUT_SECONDS, ssh=Shell(" ".join(host_ssh.ssh_words(host))),
+        ssh_failed=host_ssh.SSH_FAILED, timed_out=host_ssh.TIMED_OUT, where=Text(host_ssh.where(host)))
 
 
 def ready_script(tenant: TenantConfig, host: HostConfig) -> str:
     """bash on the Pulumi host, `<host>-ready`: wait until the joined node is Ready (CNI up,
-    kubelet posting), bounded, or fail with its conditions. The node stays: its kubelet would
-    register it again anyway; the host needs a look (journalctl -u kubelet)."""
+    kubelet posting), bounded, or fail with its conditions; print its kubelet's version, which a
+    later preview holds to the version-skew policy (kubelet_skew_problem). The node stays: its
+    kubelet would register it again anyway; the host needs a look (journalctl -u kubelet)."""
     attempts, interval = READY_WAIT
-    return render_script(_PACKAGE, "host_ready.bash", tenant_kubectl=_tenant_kubectl(), node=host.name,
+    return render_script(_PACKAGE, "host_ready.bash", tenant_kubectl=tenant_kubectl(), node=host.name,
                          bound=attempts * interval, interval=interval, tenant=tenant.name)
+
+
+def kubelet_skew_problem(tenant: TenantConfig, host: HostConfig, ready_output: str) -> str | None:
+    """Why the host's kubelet (as `<host>-ready` reported it) cannot serve the tenant's version,
+    or None: within the skew policy, or not reported yet (a host joining now is checked by its
+    prerequisites)."""
+    found = _KUBELET_VERSION.search(ready_output or "")
+    if found is None:
+        return None
+    kubelet, control_plane = int(found.group(1)), tenant_minor(tenant)
+    if kubelet > control_plane:
+        why = "newer than its control plane"
+    elif control_plane - kubelet > KUBELET_SKEW_MINORS:
+        why = f"more than {KUBELET_SKEW_MINORS} minors older than its control plane"
+    else:
+        return None
+    return (f"host {host.name} runs kubelet v1.{kubelet}, {why} at {tenant.kubernetes_version} "
+            "(https://kubernetes.io/releases/version-skew-policy/): upgrade the tenant one step at a "
+            "time, and the host's kubeadm and kubelet between the steps (drain, upgrade, join again: "
+            "docs/operations/upgrades.md)")

@@ -175,21 +175,37 @@ class TestHosts:
         found = problems(prod)
         assert found == [
             "tenants[0].hosts[0].extra: unknown key (allowed: name, address, user, port, privateKey, "
-            "hostKey, bastion)",
+            "hostKey, insecureSkipHostKeyCheck, bastion)",
             "tenants[0].hosts[0].address: 'gpu-1.example.com' must be an IPv4 address",
             "tenants[0].hosts[0].user: 'Root!' is not a user name",
             "tenants[0].hosts[0].port: must be positive, between 1 and 65535, got 0",
-            "tenants[0].hosts[0].hostKey: 'AAAA' must be an ed25519 or ECDSA public host key like "
-            "'ssh-ed25519 AAAA...' (ssh-keyscan -t ed25519 <host> prints it; pulumi-command cannot use an "
-            "ssh-rsa host key with OpenSSH 8.8+)",
+            "tenants[0].hosts[0].hostKey: 'AAAA' must be a public host key like 'ssh-ed25519 AAAA...' "
+            "(ssh-keyscan -t ed25519 <host> prints it)",
             "tenants[0].hosts[1].bastion.privateKey: must be a non-empty string, got ''",
         ]
 
-    def test_an_rsa_host_key_is_refused(self, prod):
+    def test_an_rsa_host_key_is_pinned_as_any_other(self, prod):
+        """The platform's OpenSSH client verifies an ssh-rsa host key with rsa-sha2 signatures."""
         prod["tenants"][0]["hosts"][0]["hostKey"] = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7"
+        assert parse_config(prod).tenants[0].hosts[0].ssh.host_key.startswith("ssh-rsa ")
+
+    @pytest.mark.parametrize("hop", ["host", "bastion"])
+    def test_every_hop_pins_its_host_key_unless_told_not_to(self, prod, hop):
+        host = prod["tenants"][0]["hosts"][0]
+        endpoint = host if hop == "host" else host["bastion"]
+        del endpoint["hostKey"]
+        path = "tenants[0].hosts[0]" + ("" if hop == "host" else ".bastion")
         (problem,) = problems(prod)
-        assert problem.startswith("tenants[0].hosts[0].hostKey: 'ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7' "
-                                  "must be an ed25519 or ECDSA public host key")
+        assert problem.startswith(f"{path}.hostKey: is required: pin the key {endpoint['address']} answers "
+                                  f"with (ssh-keyscan -t ed25519 -p 22 {endpoint['address']}")
+        assert "or set insecureSkipHostKeyCheck: true" in problem
+        endpoint["insecureSkipHostKeyCheck"] = True
+        ssh = parse_config(prod).tenants[0].hosts[0]
+        assert (ssh.ssh if hop == "host" else ssh.bastion).insecure_skip_host_key_check is True
+        endpoint["hostKey"] = (
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl")
+        (problem,) = problems(prod)
+        assert problem.startswith(f"{path}.insecureSkipHostKeyCheck: true with a hostKey")
 
     def test_keys_named_by_hosts_and_bastions_must_be_given(self, prod):
         del prod["sshPrivateKeys"]["bastion"]

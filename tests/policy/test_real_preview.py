@@ -276,4 +276,8 @@ def test_every_rule_is_a_mandatory_policy_of_the_pack():
     kinds = {p.name: type(p) for p in policies}
     assert {n for n, k in kinds.items() if k is ResourceValidationPolicy} == set(pack.rules.RESOURCE_RULES)
     assert {n for n, k in kinds.items() if k is StackValidationPolicy} == set(pack.rules.STACK_RULES)
-    assert {p.enforcement_level for p in policies} == {EnforcementLevel.MANDATORY}
+    levels = {p.name: p.enforcement_level for p in policies}
+    # Every rule blocks, but those a stack's policy config makes mandatory (a stack marked production).
+    advisory = {name for name, level in levels.items() if level is EnforcementLevel.ADVISORY}
+    assert advisory == pack.rules.ADVISORY_RULES
+    assert set(levels.values()) == {EnforcementLevel.MANDATORY, EnforcementLevel.ADVISORY}

@@ -201,7 +201,7 @@ class TestSchemaOverGrpc:
         assert tenant["hosts"]["items"]["$ref"] == _type_ref("HostSettings")
         host = types["HostSettings"]
         assert set(host["properties"]) == {"name", "address", "privateKey", "user", "port", "hostKey",
-                                           "bastion"}
+                                           "insecureSkipHostKeyCheck", "bastion"}
         assert sorted(host["required"]) == ["address", "name", "privateKey"]
         assert host["properties"]["bastion"]["$ref"] == _type_ref("BastionSettings")
         assert set(types["BastionSettings"]["properties"]) == set(config.BASTION.keys)

@@ -11,7 +11,7 @@ import pulumi
 import pytest
 import yaml
 
-from kamaji_hami_platform.tenant import host_join
+from kamaji_hami_platform.tenant import host_join, host_leave, host_ssh
 from kamaji_hami_platform.tenant.node_join import KUBECONFIG_ENV
 from tests.harness import (
     MGMT_KUBECONFIG_SENTINEL,
@@ -146,7 +146,7 @@ class TestWorkerHosts:
             leave = prod_program.named(f"ml-prod-{host}-leave")
             join = prod_program.named(f"ml-prod-{host}-join")
             ready = prod_program.named(f"ml-prod-{host}")
-            assert (leave.type, join.type, ready.type) == (COMMAND, REMOTE, COMMAND)
+            assert (leave.type, join.type, ready.type) == (COMMAND, COMMAND, COMMAND)
             assert prod_program.depends_on(join, leave) and prod_program.depends_on(ready, join)
             assert prod_program.depends_on(leave, prod_program.named("ml-prod-admin-access"))
             for resource in (leave, join, ready):
@@ -158,28 +158,40 @@ class TestWorkerHosts:
         assert prod_program.depends_on(prod_program.named(f"ml-prod-{HOSTS[1]}-leave"), first)
         assert not prod_program.depends_on(first, second)
 
-    def test_the_join_runs_over_ssh_with_the_kubeconfig_on_stdin_and_no_delete(self, prod_program):
+    def test_the_join_runs_here_with_its_script_on_stdin_and_no_delete(self, prod_program):
+        """The join runs on this host (a local Command), its script on stdin so that a failure shows
+        a one-line command and the reason; the host is reached with this host's OpenSSH client."""
         join = prod_program.named("ml-prod-gpu-node-1-join")
-        assert join.inputs["create"] == host_join.join_command(
-            prod_program_tenant("ml-prod"), prod_program_tenant("ml-prod").hosts[0])
-        assert "delete" not in join.inputs  # a failed SSH dial must never block destroy
-        assert join.inputs["addPreviousOutputInEnv"] is False  # SSH Setenv, refused by a default sshd
-        assert is_secret(join.wire["stdin"]) and TENANT_KUBECONFIG_SENTINEL in join.inputs["stdin"]
-        connection = join.inputs["connection"]
-        assert is_secret(join.wire["connection"])  # the private keys in it
-        assert (connection["host"], connection["user"], connection["port"]) == ("10.20.1.11", "ubuntu", 22)
-        assert connection["proxy"]["host"] == "bastion.example.com" and connection["proxy"]["user"] == "jump"
-        assert key_body(connection["privateKey"]) != key_body(connection["proxy"]["privateKey"])
-        assert (connection["dialErrorLimit"], connection["perDialTimeout"]) == (4, 15)
+        tenant = prod_program_tenant("ml-prod")
+        owner = host_join.Ownership("kamaji-hami-platform", "prod", "prod")
+        assert join.inputs["create"] == host_join.RUN_STDIN_SCRIPT
+        assert join.inputs["stdin"] == host_join.join_script(tenant, tenant.hosts[0], owner, 8132)
+        assert "delete" not in join.inputs and "connection" not in join.inputs
         assert {"stdout", "stderr"} <= set(join.options["additionalSecretOutputs"])
 
-    def test_leaving_drains_deletes_and_resets_with_secrets_from_the_environment(self, prod_program):
+    def test_a_host_is_sent_no_kubeconfig_only_a_token_and_the_ca(self, prod_program):
+        """The admin kubeconfig stays on this host: the command sent to the host carries no
+        credential, and what goes on its stdin is the bootstrap token alone."""
+        join = prod_program.named("ml-prod-gpu-node-1-join")
+        script = join.inputs["stdin"]
+        remote = script.split("<<'KHP_REMOTE'\n", 1)[1].split("\nKHP_REMOTE", 1)[0]
+        assert "kubeconfig" not in remote.lower() and TENANT_KUBECONFIG_SENTINEL not in remote
+        assert "printf '%s.%s\\n' \"$token_id\" \"$token_secret\"" in script
+        assert "bootstrap.kubernetes.io/token" in script and 'expiration: "$expiration"' in script
+
+    def test_join_and_leave_get_secrets_only_through_the_environment(self, prod_program):
         leave = prod_program.named("ml-prod-gpu-node-1-leave")
-        assert leave.inputs["delete"] == host_join.leave_script(
-            prod_program_tenant("ml-prod"), prod_program_tenant("ml-prod").hosts[0])
-        environment = leave.wire["environment"]
-        assert set(environment) == {KUBECONFIG_ENV, host_join.HOST_SSH_KEY_ENV, host_join.BASTION_SSH_KEY_ENV}
-        assert all(is_secret(value) for value in environment.values())
+        join = prod_program.named("ml-prod-gpu-node-1-join")
+        tenant = prod_program_tenant("ml-prod")
+        owner = host_join.Ownership("kamaji-hami-platform", "prod", "prod")
+        assert leave.inputs["delete"] == host_join.RUN_STDIN_SCRIPT
+        assert leave.inputs["stdin"] == host_leave.leave_script(tenant, tenant.hosts[0], owner)
+        for command in (leave, join):
+            environment = command.wire["environment"]
+            assert set(environment) == {KUBECONFIG_ENV, host_join.CA_HASH_ENV, host_ssh.HOST_SSH_KEY_ENV,
+                                        host_ssh.BASTION_SSH_KEY_ENV}
+            assert all(is_secret(environment[key]) for key in environment if key != host_join.CA_HASH_ENV)
+            assert not is_secret(environment[host_join.CA_HASH_ENV])  # a pin, public
         assert "BASTION" not in str(prod_program.named("sandbox-cpu-node-1-leave").wire["environment"])
 
     def test_a_new_control_plane_rejoins_every_host(self, prod_program):
@@ -209,8 +221,8 @@ class TestRealAndMockGpus:
         assert device_plugin("sandbox") is False
 
     def test_real_gpu_prerequisites_are_checked_on_gpu_hosts_only(self, prod_program):
-        assert "nvidia-smi" in prod_program.named("ml-prod-gpu-node-1-join").inputs["create"]
-        assert "nvidia-smi" not in prod_program.named("sandbox-cpu-node-1-join").inputs["create"]
+        assert "nvidia-smi" in prod_program.named("ml-prod-gpu-node-1-join").inputs["stdin"]
+        assert "nvidia-smi" not in prod_program.named("sandbox-cpu-node-1-join").inputs["stdin"]
 
     def test_the_plan_counts_every_real_card(self, prod_program):
         capacity = prod_program.exports["tenants"]["ml-prod"]["gpuCapacity"]
@@ -250,8 +262,9 @@ class TestGuarantees:
 
     def test_no_secret_in_any_command_line_or_script(self, prod_program, prod_config):
         config, _ = prod_config
-        for resource in [*prod_program.of_type(COMMAND), *prod_program.of_type(REMOTE)]:
-            for key in ("create", "delete", "update"):
+        assert not prod_program.of_type(REMOTE), "no remote Command: every script runs on this host"
+        for resource in prod_program.of_type(COMMAND):
+            for key in ("create", "delete", "update", "stdin"):
                 text = resource.inputs.get(key) or ""
                 assert not [n for n in needles(config) if n in text], (resource.name, key)
 
@@ -273,7 +286,7 @@ class TestGuarantees:
         config, secret_keys = prod_config
         program = run_program(config, secret_keys=secret_keys, stack="prod", preview=True,
                               mocks=PlatformMocks(fresh_preview=True))
-        assert {f"ml-prod-{h}-join" for h in HOSTS} <= {r.name for r in program.of_type(REMOTE)}
+        assert {f"ml-prod-{h}-join" for h in HOSTS} <= {r.name for r in program.of_type(COMMAND)}
 
 
 class TestKubeconfigContext:

@@ -454,8 +454,10 @@ from kamaji_hami_platform import KamajiTenant, KamajiTenantArgs, ManagementClust
 management = {"mode": "existing", "kubeconfig_context": "unused", "api_client_cidrs": ["10.0.0.0/24"],
               "metallb": {"install": False}}
 provider = kubernetes.Provider("mine", kubeconfig="{}")
+HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
 def tenant(name, pod, hosts):
-    hosts = [{"name": h, "address": f"10.0.1.{i + 1}", "private_key": "k"} for i, h in enumerate(hosts)]
+    hosts = [{"name": h, "address": f"10.0.1.{i + 1}", "private_key": "k", "host_key": HOST_KEY}
+             for i, h in enumerate(hosts)]
     service = "10.99.0.0/16" if name == "a" else "10.98.0.0/16"
     return {"name": name, "kubernetes_version": "v1.35.0", "pod_cidr": pod, "service_cidr": service,
             "hosts": hosts}
@@ -496,6 +498,6 @@ KamajiTenant("a", KamajiTenantArgs(tenant=tenant("a", "10.40.0.0/16", ["h1"]),
 """)
     program = run_program({}, main=main, project="p", stack="s")
     join = program.named("a-h1-join")
-    assert join.inputs["connection"]["privateKey"] == "sentinel-output-key"
-    assert is_secret(join.wire["connection"])
+    assert join.inputs["environment"]["KHP_SSH_KEY"] == "sentinel-output-key"
+    assert is_secret(join.wire["environment"]["KHP_SSH_KEY"])
     assert is_secret(program.named("a-h1-leave").wire["environment"]["KHP_SSH_KEY"])

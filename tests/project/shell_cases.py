@@ -35,7 +35,7 @@ from kamaji_hami_platform.management import (
     kindnet,
     render,
 )
-from kamaji_hami_platform.tenant import admin_access, control_plane, host_join, node_join
+from kamaji_hami_platform.tenant import admin_access, control_plane, host_join, host_leave, node_join
 from tests.harness import ROOT, dev_stack_config, production_config
 
 GOLDEN = ROOT / "tests" / "fixtures" / "scripts"
@@ -52,7 +52,6 @@ ACCEPTED = {
     "SC2016": "the bastion's ProxyCommand is single-quoted on purpose: ssh runs it with /bin/sh, "
               "which expands $KHP_SSH_DIR there",
 }
-ED25519_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,21 +131,28 @@ def _tenant_cases(prefix: str, tenant: TenantConfig, management: ManagementConfi
         yield Case(f"{where}/{worker.name}-delete.bash", BASH, lambda w=worker: node_join.delete_script(w))
 
 
+# Whose nodes the production example's hosts are (the program takes the project and stack from
+# the engine).
+OWNER = host_join.Ownership("kamaji-hami-platform", "prod", "prod")
+
+
 def _host_cases(where: str, tenant: TenantConfig, host: HostConfig) -> Iterator[Case]:
     node = f"{where}/{host.name}"
     bastion = frozenset({"SC2016"}) if host.bastion is not None else frozenset()
     yield Case(f"{node}-worker.bash", BASH, lambda: host_join.worker_script(tenant, host))
-    yield Case(f"{node}-join.sh", SH, lambda: host_join.join_script(tenant, host), frozenset({"SC2086"}))
-    yield Case(f"{node}-join-command.sh", SH, lambda: host_join.join_command(tenant, host))
-    yield Case(f"{node}-leave.bash", BASH, lambda: host_join.leave_script(tenant, host), bastion)
+    yield Case(f"{node}-join.bash", BASH, lambda: host_join.join_script(
+        tenant, host, OWNER, control_plane.konnectivity_port(tenant)), bastion)
+    yield Case(f"{node}-join-remote.sh", SH, lambda: host_join.remote_join_script(tenant, host, OWNER))
+    yield Case(f"{node}-leave.bash", BASH, lambda: host_leave.leave_script(tenant, host, OWNER), bastion)
     yield Case(f"{node}-ready.bash", BASH, lambda: host_join.ready_script(tenant, host))
 
 
-def _pinned_hosts(config: dict) -> None:
-    """Host keys pinned, a bastion's too, on another port: the known_hosts files of a leave."""
+def _unchecked_hosts(config: dict) -> None:
+    """Host keys not checked, on purpose (insecureSkipHostKeyCheck), on other ports."""
     host = config["tenants"][0]["hosts"][0]
-    host.update(hostKey=ED25519_KEY, port=2222)
-    host["bastion"].update(hostKey=ED25519_KEY, port=2200)
+    del host["hostKey"], host["bastion"]["hostKey"]
+    host.update(insecureSkipHostKeyCheck=True, port=2222)
+    host["bastion"].update(insecureSkipHostKeyCheck=True, port=2200)
     config["tenants"][0]["hosts"] = [host]
 
 
@@ -157,8 +163,8 @@ SIBLINGS = (
     "dev/tenant-b/", "production/kamaji-chart-fetch.sh",
     "production/sandbox/admin-access.sh", "production/sandbox/create-only-",
     "production/ml-prod/gpu-node-2-", "production/ml-prod/gpu-node-3-",
-    "pinned-host-keys/gpu-node-1-join", "pinned-host-keys/gpu-node-1-ready",
-    "pinned-host-keys/gpu-node-1-worker",
+    "unchecked-host-keys/gpu-node-1-join-remote", "unchecked-host-keys/gpu-node-1-ready",
+    "unchecked-host-keys/gpu-node-1-worker",
     "node-port/kamaji-", "node-port/create-only-",
 )
 
@@ -182,9 +188,10 @@ def _all_cases() -> list[Case]:
     found += _management_cases("production", production.management)
     for tenant in production.tenants:
         found += _tenant_cases("production", tenant, production.management)
-    found.append(Case("production/on-a-host/reset.sh", SH, host_join.host_reset_script))
-    pinned = production_platform(_pinned_hosts)
-    found += _host_cases("pinned-host-keys", pinned.tenants[0], pinned.tenants[0].hosts[0])
+    found.append(Case("production/on-a-host/reset.sh", SH,
+                      lambda: host_leave.host_reset_script(production.tenants[0], OWNER)))
+    unchecked = production_platform(_unchecked_hosts)
+    found += _host_cases("unchecked-host-keys", unchecked.tenants[0], unchecked.tenants[0].hosts[0])
     node_port = production_platform(_node_port)
     found += _management_cases("node-port", node_port.management)
     return found

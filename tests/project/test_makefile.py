@@ -111,3 +111,15 @@ def test_unprotect_tenant_names_the_tenant_or_says_how(tools):
     assert "-m kamaji_hami_platform.tools.protection --stack lab --tenant tenant-b" in result.stdout
     usage = make("unprotect-tenant", tools, "STACK=lab")
     assert usage.returncode != 0 and "usage: make unprotect-tenant TENANT=<name>" in usage.stdout
+
+
+@pytest.mark.parametrize("target, engine", [("preview", "pulumi preview"), ("up", "pulumi up")])
+def test_a_stack_marked_production_runs_the_pack_with_its_config(tools, target, engine):
+    """policy/config/<stack>.json marks a stack production: its advisory guardrails become mandatory."""
+    def command(stack: str) -> str:
+        lines = make(target, tools, "-n", f"STACK={stack}").stdout.splitlines()
+        return next(line for line in lines if line.startswith(engine))
+
+    assert command("prod").endswith("--policy-pack policy --policy-pack-config policy/config/prod.json")
+    assert command("lab").rstrip().endswith("--policy-pack policy")
+    assert (ROOT / "policy" / "config" / "prod.json").exists()

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from kamaji_hami_platform import shell_templates
+from kamaji_hami_platform.tenant import host_join
 from tests.harness import ROOT
 from tests.project.shell_cases import ACCEPTED, BASH, GOLDEN, SH, Case, cases
 
@@ -94,14 +95,19 @@ def test_the_cases_reach_every_template():
 
 
 def _stored_scripts(program) -> list[tuple[str, str, str]]:
-    """(resource, script, shell) of every command script the program's resources store."""
+    """(resource, script, shell) of every command script the program's resources store: a create,
+    update or delete, or, where one of them is `exec /bin/bash -s`, the bash script on its stdin."""
     stored = []
     for reg in program.registrations:
         if not reg.type.startswith("command:"):
             continue
         shell = BASH if reg.inputs.get("interpreter") == BASH_INTERPRETER else SH
-        stored += [(f"{reg.name}.{key}", reg.inputs[key], shell) for key in ("create", "update", "delete")
-                   if isinstance(reg.inputs.get(key), str)]
+        for key in ("create", "update", "delete"):
+            script = reg.inputs.get(key)
+            if script == host_join.RUN_STDIN_SCRIPT:
+                stored.append((f"{reg.name}.stdin", reg.inputs["stdin"], BASH))
+            elif isinstance(script, str):
+                stored.append((f"{reg.name}.{key}", script, shell))
     return stored
 
 

@@ -154,7 +154,8 @@ def test_makefile_never_logs_in_and_preview_needs_no_docker_or_kind():
     assert "pulumi login" not in makefile, "it would switch the user's global backend"
     preview = re.search(r"^preview:(.*)$", makefile, re.M).group(1)
     assert "check-tools" not in preview and "stack" in preview
-    assert "--policy-pack policy" in makefile.split("\npreview:", 1)[1].split("\n\n", 1)[0]
+    assert "$(POLICY_ARGS)" in makefile.split("\npreview:", 1)[1].split("\n\n", 1)[0]
+    assert re.search(r"^POLICY_ARGS = --policy-pack policy ", makefile, re.M)
 
 
 def capacity_step(workflow: dict) -> dict:

@@ -1,3 +1,4 @@
+main() {
 set -u
 @tenant_kubectl@
 node=@node@
@@ -43,19 +44,20 @@ else
     warn "could not delete the node from tenant @tenant@: $out"
   fi
 fi
-# The host: kubeadm reset over SSH, only if it is still joined to this tenant's CA.
+# The host: kubeadm reset over SSH, only if it is still this stack's node of this control plane.
 ca=$(sed -n 's/^ *certificate-authority-data: *//p' "$kc" | head -n 1 | base64 -d 2>/dev/null \
   | tr -d '\r\n' || true)
-ca_hash=none
-[ -z "$ca" ] || ca_hash=$(printf '%s' "$ca" | sha256sum | cut -d ' ' -f 1)
+ca_digest=none
+[ -z "$ca" ] || ca_digest=$(printf '%s' "$ca" | sha256sum | cut -d ' ' -f 1)
+ca_pin=${@ca_hash_env@:-none}
 @ssh_dir_env@="$tmp"; export @ssh_dir_env@
 @key_files@
-# Quoted heredoc: the command reads as sshd receives it, its argument $1 the CA's hash.
+# Quoted heredoc: the command reads as sshd receives it; its arguments, the CA's pin and digest.
 remote=$(cat <<'KHP_REMOTE'
 @remote@
 KHP_REMOTE
 )
-remote="$remote $ca_hash"
+remote="$remote $(printf '%q %q' "$ca_pin" "$ca_digest")"
 # SHELL: ssh runs a ProxyCommand with $SHELL; the options are written for /bin/sh.
 status=0
 out=$(SHELL=/bin/sh timeout @reset_timeout@ @ssh@ "$remote" \
@@ -70,3 +72,5 @@ Check the host, or run by hand: "@manual@ ;;
   *) warn "the reset failed ($out). Run by hand: "@manual@ ;;
 esac
 exit 0
+}
+main "$@" < /dev/null

@@ -45,8 +45,44 @@ if [ "$runtime" = containerd ]; then
     miss 'containerd 1.x runs runc with cgroupfs, the tenant'"'"'s kubelets use systemd: set SystemdCgroup = true under the runc options in /etc/containerd/config.toml, then systemctl restart containerd'
   fi
 fi
+if [ "$runtime" = containerd ] && containerd config dump 2>/dev/null \
+    | grep -E '^[[:space:]]*disabled_plugins[[:space:]]*=' | grep -Eq @cri_plugin@; then
+  miss 'containerd runs without its CRI plugin (disabled_plugins lists it, as some distributions ship it): remove it from disabled_plugins in /etc/containerd/config.toml, then systemctl restart containerd'
+fi
 systemctl cat kubelet >/dev/null 2>&1 \
   || miss 'the kubelet service is not installed: install the kubelet package (kubelet.service)'
+[ "$(stat -fc %T @cgroup_root@ 2>/dev/null)" = cgroup2fs ] \
+  || miss 'the host runs cgroup v1 (@cgroup_root@ is not cgroup2fs): the kubelet since v1.35 refuses it; boot with systemd.unified_cgroup_hierarchy=1'
+tools_missing=""
+for tool in @host_tools@; do
+  command -v "$tool" >/dev/null 2>&1 || tools_missing="$tools_missing $tool"
+done
+[ -z "$tools_missing" ] || miss "not on PATH:$tools_missing (the kubelet and kube-proxy use them): \
+install iptables, iproute2 and util-linux"
+if command -v timedatectl >/dev/null 2>&1; then
+  [ "$(timedatectl show -p NTPSynchronized --value 2>/dev/null)" = yes ] \
+    || miss 'the clock is not synchronized (timedatectl: NTPSynchronized is not yes): certificates and tokens are checked against it; enable systemd-timesyncd or chrony'
+else
+  miss 'no timedatectl: cannot tell whether the clock is synchronized (certificates and tokens are checked against it)'
+fi
+# A TCP connection, bounded: bash's /dev/tcp, else nc; 2: neither is here.
+reach() {
+  if command -v bash >/dev/null 2>&1; then
+    # shellcheck disable=SC2016 # bash expands its own $1 and $2, the arguments after the script
+    timeout @connect_timeout@ bash -c 'exec 3<>"/dev/tcp/$1/$2"' reach "$1" "$2" 2>/dev/null
+  elif command -v nc >/dev/null 2>&1; then
+    nc -z -w @connect_timeout@ "$1" "$2" 2>/dev/null
+  else
+    return 2
+  fi
+}
+for target in "$endpoint" "$konnectivity"; do
+  reach "${target%:*}" "${target##*:}" && continue
+  case $? in
+    2) miss "cannot check that the host reaches $target: install bash or nc" ;;
+    *) miss "the host does not reach $target (the tenant's API server and Konnectivity): check routes, firewalls and the tenant API's NetworkPolicy (it admits this host's address)" ;;
+  esac
+done
 for module in @kernel_modules@; do
   grep -q "^$module " @proc_modules@ 2>/dev/null && continue
   grep -qs "/$module\.ko" "@modules_builtin@" && continue
@@ -61,7 +97,7 @@ done
 [ -z "$cni_missing" ] || miss "CNI plugins missing from @cni_bin_dir@:$cni_missing (kindnet uses them): \
 install the CNI plugins (kubernetes-cni package, or github.com/containernetworking/plugins releases)"
 if [ "$(awk 'NR > 1' @proc_swaps@ 2>/dev/null | wc -l)" -gt 0 ]; then
-  echo "note: swap is on; fine, the tenant's kubelet runs with failSwapOn: false"
+  miss 'swap is on: swapoff -a, and remove the swap entries from /etc/fstab (Kubernetes sizes and evicts pods by memory without swap)'
 fi
 @gpu_prerequisites@
 if [ -n "$missing" ]; then

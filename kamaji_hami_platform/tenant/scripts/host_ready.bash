@@ -16,4 +16,5 @@ if [ "$ready" != True ]; then
   echo "Look at the kubelet on the host: journalctl -u kubelet" >&2
   exit 1
 fi
-echo "node $node is Ready"
+kubelet=$(k get node "$node" -o jsonpath='{.status.nodeInfo.kubeletVersion}' 2>/dev/null || true)
+echo "node $node is Ready (kubelet ${kubelet:-of unknown version})"

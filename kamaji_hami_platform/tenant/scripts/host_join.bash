@@ -1,0 +1,80 @@
+# On this host (Pulumi's), as the tenant's admin: mint a bootstrap token that lives minutes, send
+# the host only the endpoint, the token and the CA (over SSH, the token on stdin), delete the token.
+main() {
+set -u
+@tenant_kubectl@
+node=@node@
+ca_hash=${@ca_hash_env@:-}
+token_id="" expiration=""
+fail() { printf 'host %s: %s\n' "$node" "$1" | redact >&2; exit 1; }
+# The token goes in every case: after the join, after a failure, on a signal.
+cleanup() {
+  if [ -n "$token_id" ] && ! k -n kube-system delete secret "bootstrap-token-$token_id" \
+      --ignore-not-found >/dev/null 2>&1; then
+    printf 'warning: host %s: bootstrap token %s could not be deleted; it expires by itself at %s\n' \
+      "$node" "$token_id" "$expiration" >&2
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' HUP INT TERM PIPE
+# What the tenant says of the Node: a joined host whose Node is gone must join again.
+if found=$(k get node "$node" -o name 2>&1); then
+  node_state=present
+else
+  case "$found" in
+    *"(NotFound)"*) node_state=absent ;;
+    *) fail "the tenant API does not answer this host ($found): check that Pulumi's host is in management.apiClientCidrs" ;;
+  esac
+fi
+ca_data=$(sed -n 's/^ *certificate-authority-data: *//p' "$kc" | head -n 1)
+server=$(sed -n 's/^ *server: *//p' "$kc" | head -n 1)
+endpoint=${server#https://}
+[ -n "$ca_data" ] && [ -n "$endpoint" ] && [ -n "$ca_hash" ] \
+  || fail "no server or CA data in the tenant's kubeconfig, or no CA pin (\$@ca_hash_env@)"
+konnectivity="${endpoint%:*}:@konnectivity_port@"
+# Lowercase letters and digits, as a bootstrap token is ([a-z0-9]{6}.[a-z0-9]{16}).
+token_id=$(LC_ALL=C tr -dc 'a-z0-9' < /dev/urandom | head -c 6)
+token_secret=$(LC_ALL=C tr -dc 'a-z0-9' < /dev/urandom | head -c 16)
+expiration=$(date -u -d "+@token_minutes@ minutes" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null \
+  || date -u -v+@token_minutes@M +%Y-%m-%dT%H:%M:%SZ)
+if ! out=$(k create -f - -o name 2>&1 <<EOF
+apiVersion: v1
+kind: Secret
+metadata:
+  name: bootstrap-token-$token_id
+  namespace: kube-system
+type: bootstrap.kubernetes.io/token
+stringData:
+  token-id: "$token_id"
+  token-secret: "$token_secret"
+  expiration: "$expiration"
+  usage-bootstrap-authentication: "true"
+  usage-bootstrap-signing: "true"
+  auth-extra-groups: "@bootstrap_group@"
+  description: "kamaji-hami-platform: join of host $node"
+EOF
+); then
+  token_id=""
+  fail "cannot create a bootstrap token in the tenant: $out"
+fi
+@ssh_dir_env@="$tmp"; export @ssh_dir_env@
+@key_files@
+# Quoted heredoc: the command reads as sshd receives it; its arguments, none secret, follow.
+remote=$(cat <<'KHP_REMOTE'
+@remote@
+KHP_REMOTE
+)
+remote="$remote $(printf '%q ' "$ca_hash" "$ca_data" "$endpoint" "$konnectivity" "$node_state")"
+status=0
+# SHELL: ssh runs a ProxyCommand with $SHELL; the options are written for /bin/sh.
+out=$(printf '%s.%s\n' "$token_id" "$token_secret" \
+  | SHELL=/bin/sh timeout @join_timeout@ @ssh@ "$remote" 2>&1) || status=$?
+case "$status" in
+  0) printf '%s\n' "$out" | redact ;;
+  @ssh_failed@) fail "could not reach @where@ over SSH, or it did not show the pinned host key; nothing was sent to it: $out" ;;
+  @timed_out@) fail "the join did not finish within @join_timeout@s: $out" ;;
+  *) fail "the join failed: $out" ;;
+esac
+}
+main "$@" < /dev/null
