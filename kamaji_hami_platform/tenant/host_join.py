@@ -52,6 +52,9 @@ KINDNET_CNI_CONFIG = "/etc/cni/net.d/10-kindnet.conflist"
 # Written after a join, removed by every reset: whose node the host is (Ownership.marker), the node
 # it joined as, and the CA pin of the control plane it joined.
 JOIN_MARKER = "/etc/kubernetes/kamaji-hami-platform-tenant"
+# How every Ownership.marker begins: a host whose marker begins so, and is not this stack's
+# tenant's, belongs to another stack or tenant, whatever its CA.
+STACK_MARKER_PREFIX = "kamaji-hami-platform stack="
 CNI_BIN_DIR = "/opt/cni/bin"
 # The plugins kindnet's config chains (ptp, host-local IPAM, portmap) plus loopback, which the
 # container runtime sets up in every pod: what kindest/node ships (tenant/addons.py).
@@ -100,7 +103,7 @@ class Ownership:
 
     def marker(self, tenant: TenantConfig) -> str:
         """The first line of JOIN_MARKER on a host this stack joined to `tenant`."""
-        return (f"kamaji-hami-platform stack={self.project}/{self.stack} management={self.management} "
+        return (f"{STACK_MARKER_PREFIX}{self.project}/{self.stack} management={self.management} "
                 f"tenant={tenant.name}")
 
 
@@ -178,20 +181,6 @@ def _reset_function() -> Shell:
                                join_marker=JOIN_MARKER))
 
 
-def _nvidia_smi_name(product: str) -> str:
-    """What `nvidia-smi --query-gpu=name` must contain for a card of `product`: the product string
-    without the vendor, since older drivers print `A100-SXM4-80GB` where newer ones print
-    `NVIDIA A100-SXM4-80GB` (NVIDIA/CUDALibrarySamples#104); matched case-insensitively."""
-    return product.removeprefix("NVIDIA ").strip()
-
-
-def _reset_function() -> Shell:
-    """POSIX sh `reset_host`: what `kubeadm join` left (kubeadm reset -f), and kindnet's CNI
-    config, which kubeadm reset leaves and which would point a new node at the old pod network."""
-    return Shell(render_script(_PACKAGE, "host_reset_function.sh", kindnet_cni_config=KINDNET_CNI_CONFIG,
-                               join_marker=JOIN_MARKER))
-
-
 def remote_join_script(tenant: TenantConfig, host: HostConfig, owner: Ownership) -> str:
     """POSIX sh on the host (root, or through sudo): unless it is already this stack's node of the
     tenant, check the prerequisites and join with the token on stdin ($1.. the CA pin, the CA,
@@ -204,7 +193,8 @@ def remote_join_script(tenant: TenantConfig, host: HostConfig, owner: Ownership)
     """
     return render_script(
         _PACKAGE, "host_join_remote.sh", path_extra=Text(HOST_PATH_EXTRA), redact=Shell(REDACT_SED),
-        marker=owner.marker(tenant), legacy_marker=legacy_marker(tenant), kubelet_config=KUBELET_CONFIG,
+        marker=owner.marker(tenant), legacy_marker=legacy_marker(tenant),
+        stack_marker_prefix=STACK_MARKER_PREFIX, kubelet_config=KUBELET_CONFIG,
         node_ca_cert=NODE_CA_CERT, join_marker=JOIN_MARKER, tenant=Text(tenant.name),
         prerequisites=prerequisites_script(tenant, host), reset_function=_reset_function(),
         v1beta4_minor=KUBEADM_V1BETA4_MINOR)

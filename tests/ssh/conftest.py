@@ -21,8 +21,9 @@ def sshd() -> Iterator[Sandbox]:
     if os.geteuid() != 0:
         pytest.skip("the ssh tier runs sshd in a mount namespace of its own (bind mounts over /etc, "
                     "/opt and /proc files): it needs root")
-    if shutil.which("unshare") is None:
-        pytest.skip("the ssh tier needs unshare (util-linux) for the sandbox's mount namespace")
+    for tool in ("unshare", "openssl", "ssh", "ssh-keygen"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"the ssh tier needs {tool} (util-linux, openssl, openssh-client)")
     box = sandbox.start(sandbox.openssh_root())
     try:
         yield box
@@ -33,15 +34,18 @@ def sshd() -> Iterator[Sandbox]:
 @pytest.fixture
 def box(sshd: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
     """A host with every prerequisite and nothing joined; afterwards, no secret in anything the
-    test's commands printed or the stand-ins logged."""
+    test's commands printed, the stand-ins logged or the host's join was given."""
     sshd.reset()
     sshd.runs.clear()
     # No /proc/modules on this kernel to bind over (no module support): the sandbox's file.
     monkeypatch.setattr(host_join, "PROC_MODULES", str(sshd.host / "modules"))
     monkeypatch.setattr(host_join, "MODULES_BUILTIN", str(sshd.host / "modules.builtin"))
+    # The host's tools are the stand-ins and sysbin only, sudo's secure_path included.
+    monkeypatch.setattr(host_join, "HOST_PATH_EXTRA", str(sshd.sysbin))
     yield sshd
-    secrets = {"the admin credential": ADMIN_CREDENTIAL, "the bootstrap token": sandbox.TOKEN,
-               "the token's secret": sandbox.TOKEN.split(".")[1]}
+    secrets = {"the admin credential": ADMIN_CREDENTIAL}
+    for number, minted in enumerate(sshd.minted()):
+        secrets[f"bootstrap token secret {number}"] = minted.split('token-secret: "')[1].split('"')[0]
     for user in sshd.keys:
         # A line from the middle of each private key's PEM body.
         secrets[f"{user}'s private key"] = sshd.key_text(user).splitlines()[2]
@@ -49,6 +53,10 @@ def box(sshd: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
     texts["the host's argv log"] = "\n".join(sshd.argv_log())
     texts["the local kubectl's argv log"] = "\n".join(sshd.kubectl_log())
     texts["sshd's log"] = sshd.sshd_log.read_text()
+    for given in ("join-caller", "join-env"):
+        if (sshd.state / given).exists():
+            texts[f"the host's {given}"] = (sshd.state / given).read_text()
     for where, text in texts.items():
         for what, secret in secrets.items():
             assert secret not in text, f"{what} shows in {where}"
+    assert list(sshd.local_tmp.iterdir()) == [], "a local script left files behind"

@@ -1,32 +1,44 @@
-"""A worker host for real over SSH: Debian's sshd in a mount namespace, with stand-in tools.
+"""A worker host for real over SSH: Debian's sshd in a mount namespace, with stand-in tools; and
+the tenant's API as the Pulumi host's stand-in kubectl sees it.
 
 sshd (toolchain/openssh.sh: the Debian package unpacked, never installed) runs on a loopback
 port in a private mount namespace where /etc is an overlay (its passwd gets the privilege
 separation user, a root with a temporary home and /bin/sh as shell, and the users `deploy` and
-`jump`), and the paths a join touches are bound to folders of the sandbox: /etc/kubernetes,
-/etc/cni/net.d, /opt/cni/bin (under a tmpfs on /opt), /proc/sys/net/ipv4/ip_forward and
-/proc/swaps. This kernel has no module support, so there is no /proc/modules to bind over: the
-scripts read host_join.PROC_MODULES, which the tests point at a sandbox file. The machine itself
-is untouched; everything goes with the namespace when sshd is stopped.
+`jump`), cgroup v2 is mounted on /sys/fs/cgroup (as on a host the 1.35 kubelet accepts), and the
+paths a join touches are bound to folders of the sandbox: /etc/kubernetes, /etc/cni/net.d,
+/opt/cni/bin (under a tmpfs on /opt), /proc/sys/net/ipv4/ip_forward and /proc/swaps. This kernel
+has no module support, so there is no /proc/modules to bind over: the scripts read
+host_join.PROC_MODULES, which the tests point at a sandbox file. The machine itself is untouched;
+everything goes with the namespace when sshd is stopped.
 
-The host's tools (kubeadm, kubelet, systemctl, containerd, nvidia-smi, nvidia-container-runtime,
-sudo) are stand-ins first on the sessions' PATH: small sh scripts that log their argv and act on
-switch files in the state folder, never printing their stdin. Each user authenticates with its own
-key only (AuthorizedKeysFile per user).
+The sessions' PATH is the stand-ins, then `sysbin`: this machine's /usr/bin and /usr/sbin less
+the tools a host must have for a join (so a test decides whether they are there). The stand-ins
+(kubeadm, kubelet, systemctl, containerd, iptables, ip, nsenter, timedatectl, nvidia-smi,
+nvidia-container-runtime, sudo) are small sh scripts that log their argv and act on switch files
+in the state folder, never printing their stdin. Each user authenticates with its own key only
+(AuthorizedKeysFile per user).
+
+The tenant's API: two loopback listeners (its API server and Konnectivity, which a host must
+reach) and the local stand-in kubectl, whose state holds the Node's switches and the bootstrap
+token Secrets; the host's stand-in `kubeadm join` accepts only a token whose Secret is there and
+only the tenant CA's pin, as kube-apiserver and kubeadm's discovery would.
 """
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from kamaji_hami_platform.tenant import ca_pin
 
 ROOT = Path(__file__).resolve().parents[2]
 OPENSSH = ROOT / "toolchain" / "openssh.sh"
@@ -34,37 +46,45 @@ START_TIMEOUT = 15
 # Each ssh or script run; the slowest case (a wait until Ready that gives up) takes a few seconds.
 RUN_TIMEOUT = 60
 USERS = {"root": 0, "deploy": 1000, "jump": 1001}
-# What a bootstrap token and its CA hash look like, as the stand-in kubeadm mints them.
-TOKEN = "abcdef.0123456789abcdef"
-CA_HASH = "sha256:" + "0123456789abcdef" * 4
-JOIN_ENDPOINT = "10.0.0.1:6443"
 NODE_VERSION = "v1.35.4"
 CNI_PLUGINS = ("host-local", "loopback", "ptp", "portmap")
+# Tools a host must have (host_join.HOST_TOOLS and the rest) and this machine's that would stand in
+# for them unasked: left out of sysbin; the tests give them as stand-ins.
+HOST_TOOLS_HELD_BACK = ("kubeadm", "kubelet", "kubectl", "systemctl", "containerd", "crio", "iptables",
+                        "ip6tables", "ip", "nsenter", "timedatectl", "nc", "ncat", "netcat", "nvidia-smi",
+                        "nvidia-container-runtime", "sudo")
 
 KUBEADM = r"""#!/bin/sh
 # stand-in kubeadm
-S=@STATE@
+S=@STATE@ TENANT=@TENANT@
 printf 'kubeadm %s\n' "$*" >> "$S/argv.log"
 arg() { want=$1; shift; while [ $# -gt 1 ]; do [ "$1" = "$want" ] && { echo "$2"; return; }; shift; done; }
 case "$1" in
   version) cat "$S/kubeadm-version" ;;
-  token)
-    kc=$(arg --kubeconfig "$@")
-    { echo "$kc"; stat -c %a "$kc"; sha256sum < "$kc" | cut -d ' ' -f 1; } > "$S/kubeconfig-seen"
-    case "$2" in
-      create)
-        if [ -f "$S/token-create-fails" ]; then echo "timed out waiting for the condition" >&2; exit 1; fi
-        echo "W1203 a warning kubeadm prints on stderr" >&2
-        touch "$S/token-live"
-        echo "kubeadm join @ENDPOINT@ --token @TOKEN@ --discovery-token-ca-cert-hash @CA_HASH@ " ;;
-      delete) rm -f "$S/token-live" ;;
-    esac ;;
   join)
     config=$(arg --config "$@")
     { stat -c %a "$config"; cat "$config"; } > "$S/join-config"
+    # What the script that runs kubeadm was given (its arguments) and its environment.
+    tr '\0' '\n' < "/proc/$PPID/cmdline" > "$S/join-caller"
+    env > "$S/join-env"
+    # Discovery: a token whose Secret the tenant has, and the pin of the tenant's CA (kubernetes
+    # v1.35 cmd/kubeadm/app/discovery/token/token.go); then, slow on request, the kubelet's start.
+    token=$(sed -n 's/^ *token: "\(.*\)"$/\1/p' "$config")
+    id=${token%%.*}
+    if ! grep -qs "token-secret: \"${token#*.}\"" "$TENANT/secrets/bootstrap-token-$id.yaml"; then
+      echo "could not find a JWS signature in the cluster-info ConfigMap for token ID \"$id\"" >&2; exit 1
+    fi
+    pin=$(sed -n 's/^ *- "\(sha256:.*\)"$/\1/p' "$config")
+    if [ "$pin" != "$(cat "$S/ca-pin")" ]; then
+      printf 'cluster CA found in cluster-info ConfigMap is invalid: %s "%s" are pinned\n' \
+        "none of the public keys" "$(cat "$S/ca-pin")" >&2
+      exit 1
+    fi
+    touch "$S/join-started"
+    [ -f "$S/join-slow" ] && sleep "$(cat "$S/join-slow")"
     mkdir -p /etc/kubernetes/pki && cp "$S/ca.pem" /etc/kubernetes/pki/ca.crt
     if [ -f "$S/join-fails" ]; then
-      echo "error execution phase kubelet-start: token @TOKEN@ (@CA_HASH@) rejected" >&2; exit 1
+      echo "error execution phase kubelet-start: token $token ($pin) rejected" >&2; exit 1
     fi
     echo "kubelet credentials" > /etc/kubernetes/kubelet.conf
     echo "This node has joined the cluster" ;;
@@ -99,6 +119,7 @@ if [ "$*" = --version ] && [ -f @STATE@/containerd-version ]; then
   exit 0
 fi
 [ "$*" = "config dump" ] || exit 1
+[ -f @STATE@/cri-disabled ] && echo 'disabled_plugins = ["io.containerd.grpc.v1.cri"]'
 runc='[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]'
 [ -f @STATE@/systemd-cgroup ] && printf '%s\\n  SystemdCgroup = true\\n' "$runc"
 
@@ -109,11 +130,17 @@ section='[plugins."io.containerd.grpc.v1.cri".containerd]'
 printf 'version = 2\\n%s\\n  default_runtime_name = %s%s%s\\n' \\
   "$section" "$quote" "$(cat @STATE@/containerd-default-runtime)" "$quote"
 """,
+    "timedatectl": """#!/bin/sh
+printf 'timedatectl %s\\n' "$*" >> @STATE@/argv.log
+if [ -f @STATE@/clock-unsynchronized ]; then echo no; else echo yes; fi
+""",
+    "iptables": "#!/bin/sh\nexit 0\n",
+    "ip": "#!/bin/sh\nexit 0\n",
+    "nsenter": "#!/bin/sh\nexit 0\n",
+    # `nvidia-smi --query-gpu=name --format=csv,noheader`: one line per card.
     "nvidia-smi": """#!/bin/sh
 printf 'nvidia-smi %s\\n' "$*" >> @STATE@/argv.log
-for i in $(seq 0 $(($(cat @STATE@/gpus) - 1))); do
-  echo "GPU $i: NVIDIA A100-SXM4-80GB (UUID: GPU-0000000$i)"
-done
+for i in $(seq 1 "$(cat @STATE@/gpus)"); do cat @STATE@/gpu-name; done
 """,
     "nvidia-container-runtime": "#!/bin/sh\nexit 0\n",
     # sudo -n runs the command as the same user here: the sandbox's host folders are writable by
@@ -127,29 +154,53 @@ exec "$@"
 }
 
 KUBECTL = r"""#!/bin/sh
-# stand-in kubectl on the Pulumi host
-S=@STATE@
+# stand-in kubectl on the Pulumi host, against the tenant
+S=@TENANT@
 printf 'kubectl %s\n' "$*" >> "$S/argv.log"
-kc="" verb="" name="" output=""
+kc="" output="" verb="" kind="" name=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --kubeconfig) kc=$2; shift ;;
     -o) output=$2; shift ;;
+    -n|-f) shift ;;
     --*) ;;
-    *) if [ -z "$verb" ]; then verb=$1; elif [ "$1" != node ]; then name=$1; fi ;;
+    *) if [ -z "$verb" ]; then verb=$1
+       elif [ -z "$kind" ] && [ "$verb" != drain ] && [ "$verb" != uncordon ]; then kind=$1
+       else name=$1; fi ;;
   esac
   shift
 done
+[ -n "$name" ] || name=$kind
 { echo "$kc"; stat -c %a "$kc"; sha256sum < "$kc" | cut -d ' ' -f 1; } > "$S/kubeconfig-seen"
 if [ -f "$S/unreachable" ]; then
-  echo "Unable to connect to the server: dial tcp @ENDPOINT@: connect: connection refused" >&2; exit 1
+  echo "Unable to connect to the server: dial tcp @ENDPOINT@: i/o timeout" >&2; exit 1
 fi
+case "$verb" in
+  create)
+    if [ -f "$S/create-fails" ]; then
+      echo 'Error from server (Forbidden): secrets is forbidden:' \
+        'User "kubernetes-admin" cannot create resource "secrets"' >&2
+      exit 1
+    fi
+    doc=$(cat)
+    secret=$(printf '%s\n' "$doc" | sed -n 's/^  name: //p' | head -n 1)
+    printf '%s\n' "$doc" > "$S/secrets/$secret.yaml"
+    chmod 644 "$S/secrets/$secret.yaml"
+    printf '%s\n---\n' "$doc" >> "$S/minted"
+    echo "secret/$secret"
+    exit 0 ;;
+  delete)
+    if [ "$kind" = secret ]; then
+      rm -f "$S/secrets/$name.yaml"; echo "secret \"$name\" deleted"; exit 0
+    fi ;;
+esac
 if [ -f "$S/node-missing" ] && [ "$verb" != delete ]; then
   echo "Error from server (NotFound): nodes \"$name\" not found" >&2; exit 1
 fi
 case "$verb" in
   get)
     case "$output" in
+      *kubeletVersion*) cat "$S/kubelet-version" ;;
       *range*) echo "Ready=False KubeletNotReady; MemoryPressure=False KubeletHasSufficientMemory; " ;;
       *Ready*) cat "$S/ready" ;;
       *) echo "node/$name" ;;
@@ -165,6 +216,33 @@ case "$verb" in
   delete) touch "$S/node-missing"; echo "node \"$name\" deleted" ;;
 esac
 """
+
+
+class Listener:
+    """A TCP port on loopback that accepts every connection (and closes it): what a host's
+    reachability check of the tenant's API server or Konnectivity finds."""
+
+    def __init__(self) -> None:
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.socket.listen(16)
+        self.port: int = self.socket.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:
+                return
+            connection.close()
+
+    def close(self) -> None:
+        """Stop listening at once: shutdown wakes the accept (close alone would leave the port
+        open until the accept returned)."""
+        with contextlib.suppress(OSError):
+            self.socket.shutdown(socket.SHUT_RDWR)
+        self.socket.close()
 
 
 def free_port() -> int:
@@ -189,11 +267,14 @@ def keygen(path: Path, comment: str) -> str:
 
 
 def make_ca(path: Path, label: str) -> str:
-    """A PEM that stands for a cluster CA (the scripts only compare it byte for byte)."""
-    body = hashlib.sha256(label.encode()).hexdigest() * 2
-    pem = f"-----BEGIN CERTIFICATE-----\n{body[:64]}\n{body[64:]}\n-----END CERTIFICATE-----\n"
-    path.write_text(pem)
-    return pem
+    """A self-signed CA certificate (PEM) named `label`: a tenant's CA, whose pin kubeadm checks
+    (tenant/ca_pin.py), or another cluster's."""
+    key = path.with_suffix(".key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                    "-nodes", "-keyout", str(key), "-out", str(path), "-subj", f"/CN={label}", "-days", "1"],
+                   capture_output=True, check=True, timeout=RUN_TIMEOUT)
+    key.unlink()
+    return path.read_text()
 
 
 @dataclass
@@ -218,6 +299,8 @@ class Sandbox:
     host_key: str  # the sshd's public host key, `ssh-ed25519 AAAA...`
     keys: dict[str, Path]  # private key file of each user, and "wrong" (authorized for nobody)
     process: subprocess.Popen[bytes]
+    api: Listener  # the tenant's API server, as the host reaches it
+    konnectivity: Listener
     runs: list[Run] = field(default_factory=list)
 
     @property
@@ -225,8 +308,11 @@ class Sandbox:
         return self.root / "state"
 
     @property
-    def kubectl_state(self) -> Path:
-        return self.root / "kubectl-state"
+    def tenant(self) -> Path:
+        """The tenant API's state, as the local stand-in kubectl keeps it: `secrets/` (the
+        bootstrap token Secrets that exist), `minted` (every one ever created), the Node's
+        switches."""
+        return self.root / "tenant"
 
     @property
     def host(self) -> Path:
@@ -239,8 +325,17 @@ class Sandbox:
         return self.root / "tmp"
 
     @property
+    def local_tmp(self) -> Path:
+        """TMPDIR of the local scripts (the tenant kubeconfig's and the keys' files)."""
+        return self.root / "local-tmp"
+
+    @property
     def bin(self) -> Path:
         return self.root / "bin"
+
+    @property
+    def sysbin(self) -> Path:
+        return self.root / "sysbin"
 
     @property
     def local_bin(self) -> Path:
@@ -250,14 +345,23 @@ class Sandbox:
     def sshd_log(self) -> Path:
         return self.root / "sshd" / "log"
 
+    @property
+    def endpoint(self) -> str:
+        """The tenant's API endpoint (host:port) in its kubeconfig."""
+        return f"127.0.0.1:{self.api.port}"
+
+    @property
+    def ca(self) -> str:
+        return (self.root / "ca.pem").read_text()
+
     def key_text(self, user: str) -> str:
         return self.keys[user].read_text()
 
     def reset(self) -> None:
         """A host with every prerequisite (containerd active, kubelet installed, v1.35.4 tools,
-        overlay and br_netfilter loaded, forwarding on, the CNI plugins), nothing joined; a
-        tenant whose node exists."""
-        for folder in (self.state, self.kubectl_state, self.remote_tmp, self.bin, self.local_bin,
+        overlay and br_netfilter loaded, forwarding on, the CNI plugins, the clock synchronized),
+        nothing joined; a tenant whose Node exists and has no bootstrap token."""
+        for folder in (self.state, self.tenant, self.remote_tmp, self.local_tmp, self.bin, self.local_bin,
                        *(self.host / name for name in ("kubernetes", "cni-net.d", "cni-bin"))):
             for child in folder.iterdir():
                 if child.is_dir() and not child.is_symlink():
@@ -267,30 +371,33 @@ class Sandbox:
         for name, text in TOOLS.items():
             self.tool(name, text)
         kubectl = self.local_bin / "kubectl"
-        kubectl.write_text(KUBECTL.replace("@STATE@", str(self.kubectl_state))
-                           .replace("@ENDPOINT@", JOIN_ENDPOINT))
+        kubectl.write_text(KUBECTL.replace("@TENANT@", str(self.tenant)).replace("@ENDPOINT@", self.endpoint))
         kubectl.chmod(0o755)
+        (self.tenant / "secrets").mkdir(mode=0o755)
+        (self.tenant / "ready").write_text("True\n")
+        (self.tenant / "kubelet-version").write_text(NODE_VERSION + "\n")
         self.write_state("kubeadm-version", NODE_VERSION)
         self.write_state("kubelet-version", NODE_VERSION)
         self.write_state("containerd-default-runtime", "runc")
         self.write_state("gpus", "0")
+        self.write_state("gpu-name", "NVIDIA A100-SXM4-80GB\n")
         self.write_state("argv.log", "")
-        (self.kubectl_state / "ready").write_text("True\n")
         for switch in ("active-containerd", "unit-kubelet", "enabled-kubelet"):
             self.write_state(switch, "")
-        (self.state / "ca.pem").write_text((self.root / "ca.pem").read_text())
+        self.write_state("ca.pem", self.ca)
+        self.write_state("ca-pin", ca_pin.ca_cert_hash(self.ca))
         self.modules(["overlay", "br_netfilter"])
         self.write_host("ip_forward", "1\n")
         self.write_host("swaps", "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n")
         for plugin in CNI_PLUGINS:
             self.cni_plugin(plugin)
-        for folder in (self.state, self.host / "kubernetes", self.host / "cni-net.d", self.remote_tmp):
-            folder.chmod(0o1777 if folder == self.remote_tmp else 0o777)
+        for folder in (self.state, self.host / "kubernetes", self.host / "cni-net.d"):
+            folder.chmod(0o777)
+        self.remote_tmp.chmod(0o1777)
 
     def tool(self, name: str, text: str) -> None:
         path = self.bin / name
-        path.write_text(text.replace("@STATE@", str(self.state)).replace("@TOKEN@", TOKEN)
-                        .replace("@CA_HASH@", CA_HASH).replace("@ENDPOINT@", JOIN_ENDPOINT))
+        path.write_text(text.replace("@STATE@", str(self.state)).replace("@TENANT@", str(self.tenant)))
         path.chmod(0o755)
 
     def write_state(self, name: str, text: str) -> None:
@@ -311,49 +418,68 @@ class Sandbox:
         path.write_text("#!/bin/sh\n")
         path.chmod(0o755)
 
-    def joined(self, ca: str | None = None,
-               marker: str | None = "kamaji-hami-platform tenant team-a") -> None:
-        """The host as a join leaves it (with the test CA, or another control plane's), and the
-        platform's marker of the tenant it joined (None: a node another cluster set up)."""
+    def joined(self, marker: str | None, ca: str | None = None) -> None:
+        """The host as a join leaves it (with the tenant's CA, or another control plane's) and
+        the marker it got (its whole text; None: a node another cluster set up)."""
         pki = self.host / "kubernetes" / "pki"
         pki.mkdir(parents=True, exist_ok=True)
-        (pki / "ca.crt").write_text(ca or (self.root / "ca.pem").read_text())
+        (pki / "ca.crt").write_text(ca or self.ca)
         (self.host / "kubernetes" / "kubelet.conf").write_text("kubelet credentials\n")
         if marker is not None:
-            (self.host / "kubernetes" / "kamaji-hami-platform-tenant").write_text(marker + "\n")
+            (self.host / "kubernetes" / "kamaji-hami-platform-tenant").write_text(marker)
         (self.host / "cni-net.d" / "10-kindnet.conflist").write_text("{}\n")
+
+    def marker(self) -> str | None:
+        path = self.host / "kubernetes" / "kamaji-hami-platform-tenant"
+        return path.read_text() if path.exists() else None
 
     def argv_log(self) -> list[str]:
         path = self.state / "argv.log"
         return path.read_text().splitlines() if path.exists() else []
 
     def kubectl_log(self) -> list[str]:
-        path = self.kubectl_state / "argv.log"
+        path = self.tenant / "argv.log"
         return path.read_text().splitlines() if path.exists() else []
 
-    def _run(self, argv: list[str], stdin: str, env: dict[str, str]) -> Run:
-        start = time.monotonic()
-        result = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env,
-                                timeout=RUN_TIMEOUT, check=False)
-        run = Run(argv, result.returncode, result.stdout, result.stderr, time.monotonic() - start)
+    def live_tokens(self) -> list[str]:
+        """The bootstrap token Secrets the tenant has."""
+        return sorted(path.stem for path in (self.tenant / "secrets").iterdir())
+
+    def minted(self) -> list[str]:
+        """Every bootstrap token Secret created, as the YAML kubectl was given."""
+        path = self.tenant / "minted"
+        return [doc for doc in path.read_text().split("---\n") if doc.strip()] if path.exists() else []
+
+    def local_environment(self, env: dict[str, str]) -> dict[str, str]:
+        return {**os.environ, "PATH": f"{self.local_bin}:{os.environ['PATH']}",
+                "TMPDIR": str(self.local_tmp), **env}
+
+    def start_local(self, command: str, stdin: str, **env: str) -> subprocess.Popen[str]:
+        """What pulumi-command's local Command does with interpreter ["/bin/bash", "-c"]: the
+        command as one argument, the stdin given, the environment variables added to the
+        engine's environment (provider/pkg/provider/local/commandOutputs.go)."""
+        # From a file: all of it there at once, as pulumi-command's strings.NewReader gives it.
+        with tempfile.TemporaryFile("w+") as given:
+            given.write(stdin)
+            given.seek(0)
+            return subprocess.Popen(["/bin/bash", "-c", command], stdin=given, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, env=self.local_environment(env),
+                                    start_new_session=True)
+
+    def finish(self, process: subprocess.Popen[str], started: float) -> Run:
+        stdout, stderr = process.communicate(timeout=RUN_TIMEOUT)
+        run = Run(list(map(str, process.args)), process.returncode, stdout, stderr,  # type: ignore[arg-type]
+                  time.monotonic() - started)
         self.runs.append(run)
         return run
 
-    def ssh(self, user: str, command: str, stdin: str) -> Run:
-        """What pulumi-command's remote Command does: one exec request with the command string,
-        stdin piped, no host key check (no hostKey given), key authentication only."""
-        argv = ["ssh", "-F", "none", "-i", str(self.keys[user]), "-p", str(self.port), "-o", "BatchMode=yes",
-                "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-                "-o", "LogLevel=ERROR", f"{user}@127.0.0.1", command]
-        return self._run(argv, stdin, dict(os.environ))
-
-    def local(self, script: str, **env: str) -> Run:
-        """What pulumi-command's local Command does with interpreter ["/bin/bash", "-c"]: the
-        script as one argument, the environment variables added to the engine's environment."""
-        environment = {**os.environ, "PATH": f"{self.local_bin}:{os.environ['PATH']}", **env}
-        return self._run(["/bin/bash", "-c", script], "", environment)
+    def local(self, command: str, stdin: str = "", **env: str) -> Run:
+        started = time.monotonic()
+        return self.finish(self.start_local(command, stdin, **env), started)
 
     def stop(self) -> None:
+        self.api.close()
+        self.konnectivity.close()
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
@@ -361,6 +487,30 @@ class Sandbox:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=10)
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes below `pid` (children, theirs, ...), from /proc."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, queue = [], [pid]
+    while queue:
+        children = parents.get(queue.pop(), [])
+        found += children
+        queue += children
+    return found
+
+
+def command_line(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().split("\0")[:-1]
+    except OSError:
+        return []
 
 
 RUN_SH = """set -eu
@@ -379,9 +529,19 @@ mkdir -p /opt/cni/bin
 mount --bind "$R/host/cni-bin" /opt/cni/bin
 mount --bind "$R/host/ip_forward" /proc/sys/net/ipv4/ip_forward
 mount --bind "$R/host/swaps" /proc/swaps
+mount -t cgroup2 none /sys/fs/cgroup
 export LD_LIBRARY_PATH=@LIBS@
 exec @SSHD@ -f "$R/sshd/config" -E "$R/sshd/log" -D
 """
+
+
+def link_system_tools(sysbin: Path) -> None:
+    """sysbin: a link to each of this machine's /usr/bin and /usr/sbin programs, less
+    HOST_TOOLS_HELD_BACK."""
+    for folder in (Path("/usr/bin"), Path("/usr/sbin")):
+        for program in folder.iterdir():
+            if program.name not in HOST_TOOLS_HELD_BACK and not (sysbin / program.name).exists():
+                (sysbin / program.name).symlink_to(program)
 
 
 def start(openssh: Path) -> Sandbox:
@@ -389,10 +549,12 @@ def start(openssh: Path) -> Sandbox:
     # Not under pytest's tmp_path (mode 0700): `deploy` must reach the stand-ins and folders.
     root = Path(tempfile.mkdtemp(prefix="khp-ssh-"))
     root.chmod(0o755)
-    for folder in ("sshd", "etc-upper", "etc-work", "state", "kubectl-state", "tmp", "bin", "local-bin",
-                   "host/kubernetes", "host/cni-net.d", "host/cni-bin", *(f"home/{user}" for user in USERS)):
+    for folder in ("sshd", "etc-upper", "etc-work", "state", "tenant", "tmp", "local-tmp", "bin", "sysbin",
+                   "local-bin", "host/kubernetes", "host/cni-net.d", "host/cni-bin",
+                   *(f"home/{user}" for user in USERS)):
         (root / folder).mkdir(parents=True)
         (root / folder).chmod(0o755)
+    link_system_tools(root / "sysbin")
     for name in ("ip_forward", "swaps", "modules"):
         (root / "host" / name).write_text("")
     make_ca(root / "ca.pem", "tenant CA")
@@ -425,7 +587,7 @@ PidFile {sshd}/pid
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 LogLevel VERBOSE
-SetEnv PATH={root}/bin:/usr/bin:/bin TMPDIR={root}/tmp
+SetEnv PATH={root}/bin:{root}/sysbin TMPDIR={root}/tmp
 """)
     (root / "run.sh").write_text(RUN_SH.replace("@ROOT@", str(root))
                                  .replace("@LIBS@", str(openssh / "usr/lib/x86_64-linux-gnu"))
@@ -434,7 +596,7 @@ SetEnv PATH={root}/bin:/usr/bin:/bin TMPDIR={root}/tmp
         namespace = ["unshare", "--mount", "--propagation", "private"]
         process = subprocess.Popen([*namespace, "sh", str(root / "run.sh")], stdout=subprocess.DEVNULL,
                                    stderr=log, start_new_session=True)
-    sandbox = Sandbox(root, port, host_key, keys, process)
+    sandbox = Sandbox(root, port, host_key, keys, process, Listener(), Listener())
     deadline = time.monotonic() + START_TIMEOUT
     while True:
         try:

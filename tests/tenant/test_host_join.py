@@ -80,11 +80,17 @@ class TestWhoseNodeIsTheHost:
         assert written in script
 
     def test_only_this_stacks_node_or_this_control_planes_is_ever_reset(self):
+        """Another stack's marker refuses whatever the CA; no marker or 0.1.0's needs this
+        control plane's CA; the refusal comes before any reset."""
         script = remote()
-        refusal = script[script.index('if [ "$owner" != "$marker" ] && [ -z "$same_ca" ]; then'):]
-        refusal = refusal[:refusal.index("fi\n")]
-        assert "it is left as it is" in refusal and "exit 1" in refusal and "reset" not in refusal.split(
-            "If it should")[0]
+        owner = script[script.index('  case "$owner" in\n'):]
+        owner = owner[:owner.index("  esac\n")]
+        assert '    "$marker") ;;' in owner
+        assert f"    '{host_join.STACK_MARKER_PREFIX}'*) foreign=1 ;;" in owner
+        assert '    *) [ -n "$same_ca" ] || foreign=1 ;;' in owner
+        refusal = script[script.index('  if [ -n "$foreign" ]; then'):]
+        refusal = refusal[:refusal.index("  fi\n")]
+        assert "it is left as it is" in refusal and "exit 1" in refusal
         assert script.index(refusal) < script.index("reset_host >&2 || exit 1")
 
     def test_already_joined_needs_the_ca_the_node_name_and_the_node(self):
@@ -129,8 +135,8 @@ class TestTheJoinFromHere:
 
     def test_a_failure_says_first_why(self):
         script = join()
-        assert f"  {host_ssh.SSH_FAILED}) fail \"could not reach" in script
-        assert "nothing was sent to it" in script
+        assert f"  {host_ssh.SSH_FAILED}) fail \"the SSH session to root@10.0.0.2:22 failed" in script
+        assert "a host key other than the pinned one" in script
         assert '  *) fail "the join failed: $out" ;;' in script
 
     def test_every_kubectl_call_is_bounded(self):

@@ -72,7 +72,7 @@ out=$(printf '%s.%s\n' "$token_id" "$token_secret" \
   | SHELL=/bin/sh timeout @join_timeout@ @ssh@ "$remote" 2>&1) || status=$?
 case "$status" in
   0) printf '%s\n' "$out" | redact ;;
-  @ssh_failed@) fail "could not reach @where@ over SSH, or it did not show the pinned host key; nothing was sent to it: $out" ;;
+  @ssh_failed@) fail "the SSH session to @where@ failed (no answer, a host key other than the pinned one, or a dropped connection): $out" ;;
   @timed_out@) fail "the join did not finish within @join_timeout@s: $out" ;;
   *) fail "the join failed: $out" ;;
 esac

@@ -41,11 +41,17 @@ if [ -f @kubelet_config@ ]; then
       echo "host $node already joined to tenant @tenant@ (its marker now names the stack)"; exit 0
     fi
   fi
-  # Only this stack's node of this tenant (its marker, or this control plane's CA) is reset and
-  # joined again (a replaced control plane, a renamed host, a Node the tenant lost); a node of
-  # anything else (another stack's tenant of the same name, another cluster, a mistyped address)
-  # is never touched.
-  if [ "$owner" != "$marker" ] && [ -z "$same_ca" ]; then
+  # Only this stack's node of this tenant (its marker, or this control plane's CA under no other
+  # stack's marker) is reset and joined again (a replaced control plane, a renamed host, a Node
+  # the tenant lost); a node of anything else (another stack's tenant of the same name, another
+  # cluster, a mistyped address) is never touched.
+  foreign=""
+  case "$owner" in
+    "$marker") ;;
+    @stack_marker_prefix@*) foreign=1 ;;
+    *) [ -n "$same_ca" ] || foreign=1 ;;
+  esac
+  if [ -n "$foreign" ]; then
     echo "host $node is a node of something else (@join_marker@: ${owner:-none}); it is left as it is." \
       "If it should join tenant @tenant@ of this stack, reset it by hand first (kubeadm reset -f)." >&2
     exit 1
