@@ -38,8 +38,8 @@ NODES_GROUP = "system:nodes"
 # v0.35.4 pkg/endpoints/handlers/patch.go applyAdmission). Only kubelets (group system:nodes; each
 # can create only its own Node, NodeRestriction): the platform, Kamaji and kube-controller-manager
 # never create a Node, and the platform's own requests (as the tenant's admin) must never be
-# refused, e.g. a NodePatch's delete, a server-side apply (pulumi-kubernetes provider/pkg/ssa
-# Relinquish) that creates a bare Node when the node is already gone and no longer listed.
+# refused, e.g. a NodePatch's delete, a server-side apply (pulumi-kubernetes v4.32.0 provider/pkg/ssa
+# actions.go Relinquish) that creates a bare Node when the node is already gone and no longer listed.
 # UPDATE, PATCH and DELETE are not judged: the leave of a removed node drains (a PATCH) and
 # deletes it after this list has shrunk (Pulumi deletes what the config dropped after every update,
 # pulumi v3.259.0 pkg/resource/deploy/deployment_executor.go performPostSteps), listed kubelets and
