@@ -18,6 +18,10 @@ _CONSTRUCTORS: dict[tuple[str, str], Callable[..., pulumi.CustomResource]] = {
     ("v1", "Namespace"): kubernetes.core.v1.Namespace,
     ("v1", "ResourceQuota"): kubernetes.core.v1.ResourceQuota,
     ("v1", "ServiceAccount"): kubernetes.core.v1.ServiceAccount,
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"):
+        kubernetes.admissionregistration.v1.ValidatingAdmissionPolicy,
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"):
+        kubernetes.admissionregistration.v1.ValidatingAdmissionPolicyBinding,
     ("apps/v1", "DaemonSet"): kubernetes.apps.v1.DaemonSet,
     ("apps/v1", "Deployment"): kubernetes.apps.v1.Deployment,
     ("batch/v1", "CronJob"): kubernetes.batch.v1.CronJob,

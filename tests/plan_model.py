@@ -91,6 +91,8 @@ FORCE_NEW: dict[str, tuple[str, ...]] = {
     "batch/v1:Job": (".spec.completions", ".spec.parallelism", *_SELECTOR, ".spec.template"),
     "batch/v1:CronJob": (),
     "networking.k8s.io/v1:NetworkPolicy": (),
+    "admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy": (),  # no entry in `forceNew`
+    "admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding": (),
     "rbac.authorization.k8s.io/v1:ClusterRole": (),
     "rbac.authorization.k8s.io/v1:Role": (),
     "rbac.authorization.k8s.io/v1:ClusterRoleBinding": (".roleRef",),

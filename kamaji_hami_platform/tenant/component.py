@@ -33,7 +33,15 @@ from kamaji_hami_platform.management import docker_host
 from kamaji_hami_platform.manifest_resources import create_objects, create_objects_with
 from kamaji_hami_platform.providers import check_provider_args, cluster_provider
 from kamaji_hami_platform.tenant import addons as tenant_addons
-from kamaji_hami_platform.tenant import admin_access, ca_pin, host_join, host_leave, host_ssh, node_join
+from kamaji_hami_platform.tenant import (
+    admin_access,
+    ca_pin,
+    host_join,
+    host_leave,
+    host_ssh,
+    node_admission,
+    node_join,
+)
 from kamaji_hami_platform.tenant import control_plane as tcp_render
 from kamaji_hami_platform.tenant.addresses import claim_worker_addresses
 from kamaji_hami_platform.tenant.network_policy import network_policies
@@ -220,6 +228,14 @@ class KamajiTenant(pulumi.ComponentResource):
             cluster_identifier=self.control_plane_uid.apply(lambda uid: f"{tenant.name}/{uid}"),
             # Every resource of the tenant uses this provider, so all of them wait.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.admin_access]))
+        # Everything inside the tenant goes with its control plane (its API and datastore).
+        self.on_tenant = pulumi.ResourceOptions(parent=self, provider=self.provider,
+                                                deleted_with=self.control_plane)
+        on_tenant = self.on_tenant
+        # Only the nodes the config lists may register (tenant/node_admission.py): in place before
+        # any node joins, so every join waits for it; a removed node's leave needs no order.
+        self.node_admission = create_objects(
+            name, node_admission.node_admission_objects(tenant, management_settings), on_tenant)
 
         self.node_names = tenant.worker_names()
         self.workers: list[local.Command] = []
@@ -241,10 +257,6 @@ class KamajiTenant(pulumi.ComponentResource):
             self.workers.append(self._worker(node_join.Worker(tenant, index, management_settings),
                                              previous=self.workers[-1:], network=network,
                                              host_flags=host_flags))
-        # Everything inside the tenant goes with its control plane (its API and datastore).
-        self.on_tenant = pulumi.ResourceOptions(parent=self, provider=self.provider,
-                                                deleted_with=self.control_plane)
-        on_tenant = self.on_tenant
         api_host_port = self.endpoint.apply(host_port)
         self.cni = create_objects_with(
             f"{name}-kindnet", lambda ep: tenant_addons.kindnet_objects(tenant, ep),
@@ -325,7 +337,8 @@ class KamajiTenant(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self, delete_before_replace=True,
                 additional_secret_outputs=["stdout"],
-                depends_on=[self.control_plane, self.admin_access, self.worker_image, *previous,
+                depends_on=[self.control_plane, self.admin_access, self.worker_image, *self.node_admission,
+                            *previous,
                             *(network.ordering if network is not None else ())],
                 # Attached to the network: a new network (same name) needs it gone first.
                 replace_with=[network.resource] if network is not None else None),
@@ -366,7 +379,8 @@ class KamajiTenant(pulumi.ComponentResource):
             triggers=triggers,
             opts=pulumi.ResourceOptions(
                 parent=self, delete_before_replace=True,
-                depends_on=[self.control_plane, self.admin_access, *previous]))
+                # The join follows the leave: it waits for the node admission policy too.
+                depends_on=[self.control_plane, self.admin_access, *self.node_admission, *previous]))
         join = local.Command(
             f"{name}-{host.name}-join",
             create=host_join.RUN_STDIN_SCRIPT,

@@ -148,6 +148,7 @@ _GUARD = "one protected guard per create-only setting"
 _NETWORK = "the platform's own Docker network, workers at fixed addresses"
 _RENAMED = "named after its component, the old name an alias"
 _CHART = "Kamaji's chart from its tag, verified by digest (unknown in a fresh preview)"
+_NODES = "only the nodes the config lists may register (tenant/node_admission.py)"
 RECORDING_DRIFT: dict[str, tuple[str, str]] = {
     # name: (what differs, why)
     "kamaji-hami-platform-dev": ("removed", "the stack: the engine's, not a registration"),
@@ -191,6 +192,9 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
        for tenant in ("tenant-a", "tenant-b")},
     "management-kind": ("create,environment,triggers", f"{_NETWORK}; the node checked on it"),
     "management-metallb-pool": ("spec", f"{_NETWORK}: the range is known from the config"),
+    **{f"{tenant}-{kind}-kamaji-hami-platform-nodes": ("added", _NODES)
+       for tenant in ("tenant-a", "tenant-b")
+       for kind in ("validatingadmissionpolicy", "validatingadmissionpolicybinding")},
     **{f"{tenant}-networkpolicy-{tenant}-allow-control-plane-ingress": (
         "spec", "only the tenant's own workers, the host and Kamaji")
        for tenant in ("tenant-a", "tenant-b")},

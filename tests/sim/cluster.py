@@ -2,8 +2,10 @@
 
 Started on loopback ports it picks, with the authorization modes and admission plugins the
 platform gives a TenantControlPlane, an admin token (static token file, group
-system:masters) and a service-account signing key made for the run. Everything it starts is
-stopped, and its folder removed, when the context manager exits (also on failure).
+system:masters), a client CA that signs certificates for other users (a kubelet's: the user
+system:node:<name> in the group system:nodes, as kubeadm's TLS bootstrap gives it) and a
+service-account signing key made for the run. Everything it starts is stopped, and its folder
+removed, when the context manager exits (also on failure).
 """
 
 from __future__ import annotations
@@ -55,23 +57,51 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], capture_output=True, check=True, timeout=COMMAND_TIMEOUT)
+
+
+def _ec_key_args(key: Path) -> list[str]:
+    return ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", str(key)]
+
+
 @dataclass
 class TenantApi:
-    """A running API server and a kubectl that talks to it as the admin."""
+    """A running API server and a kubectl that talks to it as the admin (or with another
+    kubeconfig, e.g. a node's)."""
 
     bin: Path
     kubeconfig: Path
     url: str
+    work: Path | None = None  # the run's folder, with the client CA
 
     def kubectl(
-        self, *args: str, stdin: str | None = None, as_user: str | None = None
+        self, *args: str, stdin: str | None = None, as_user: str | None = None,
+        kubeconfig: Path | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        command = [str(self.bin / "kubectl"), "--kubeconfig", str(self.kubeconfig), *args]
+        command = [str(self.bin / "kubectl"), "--kubeconfig", str(kubeconfig or self.kubeconfig), *args]
         if as_user:
             command.insert(3, f"--as={as_user}")
         return subprocess.run(
             command, input=stdin, capture_output=True, text=True, timeout=COMMAND_TIMEOUT, check=False
         )
+
+    def client_kubeconfig(self, user: str, groups: tuple[str, ...] = ()) -> Path:
+        """A kubeconfig with a client certificate the API server trusts: CN the user, O each group
+        (how a kubelet authenticates: system:node:<name>, O system:nodes)."""
+        assert self.work is not None, "started without a client CA"
+        stem = str(self.work / user.replace(":", "-"))
+        key, csr, crt = f"{stem}.key", f"{stem}.csr", f"{stem}.crt"
+        subject = "".join(f"/O={group}" for group in groups) + f"/CN={user}"
+        _openssl("req", "-new", *_ec_key_args(Path(key)), "-subj", subject, "-out", csr)
+        ca = self.work / "client-ca"
+        _openssl("x509", "-req", "-in", csr, "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key",
+                 "-CAcreateserial", "-CAserial", f"{ca}.srl", "-days", "1", "-out", crt)
+        kubeconfig = Path(f"{stem}.kubeconfig")
+        kubeconfig.write_text(yaml.safe_dump(_kubeconfig(self.url, {"client-certificate": crt,
+                                                                    "client-key": key})))
+        kubeconfig.chmod(0o600)
+        return kubeconfig
 
     def try_apply(
         self, objects: list[dict[str, Any]], manager: str = "kamaji-hami-platform", force: bool = False
@@ -97,6 +127,17 @@ class TenantApi:
         if result.returncode != 0:
             raise AssertionError(result.stderr)
         return json.loads(result.stdout)
+
+
+def _kubeconfig(url: str, user: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "sim",
+        "clusters": [{"name": "sim", "cluster": {"server": url, "insecure-skip-tls-verify": True}}],
+        "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": "user"}}],
+        "users": [{"name": "user", "user": user}],
+    }
 
 
 def _wait_ready(api: TenantApi, processes: list[subprocess.Popen], logs: list[Path]) -> None:
@@ -129,6 +170,8 @@ def tenant_api(tenant: TenantConfig, bin_dir: Path) -> Iterator[TenantApi]:
             timeout=COMMAND_TIMEOUT,
         )
         (work / "tokens.csv").write_text(f'{ADMIN_TOKEN},sim-admin,sim-admin,"system:masters"\n')
+        _openssl("req", "-x509", *_ec_key_args(work / "client-ca.key"), "-subj", "/CN=sim-client-ca",
+                 "-days", "1", "-out", str(work / "client-ca.crt"))
         etcd_client, etcd_peer, api_port = free_port(), free_port(), free_port()
         logs = [work / "etcd.log", work / "kube-apiserver.log"]
         etcd = [
@@ -158,6 +201,8 @@ def tenant_api(tenant: TenantConfig, bin_dir: Path) -> Iterator[TenantApi]:
             str(work / "certs"),
             "--token-auth-file",
             str(work / "tokens.csv"),
+            "--client-ca-file",
+            str(work / "client-ca.crt"),
             *KAMAJI_APISERVER_DEFAULTS,
             "--enable-admission-plugins",
             ",".join(ADMISSION_CONTROLLERS),
@@ -180,22 +225,9 @@ def tenant_api(tenant: TenantConfig, bin_dir: Path) -> Iterator[TenantApi]:
                 time.sleep(1)
         url = f"https://127.0.0.1:{api_port}"
         kubeconfig = work / "admin.kubeconfig"
-        kubeconfig.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "current-context": "sim",
-                    "clusters": [
-                        {"name": "sim", "cluster": {"server": url, "insecure-skip-tls-verify": True}}
-                    ],
-                    "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": "admin"}}],
-                    "users": [{"name": "admin", "user": {"token": ADMIN_TOKEN}}],
-                }
-            )
-        )
+        kubeconfig.write_text(yaml.safe_dump(_kubeconfig(url, {"token": ADMIN_TOKEN})))
         kubeconfig.chmod(0o600)
-        api = TenantApi(bin_dir, kubeconfig, url)
+        api = TenantApi(bin_dir, kubeconfig, url, work)
         _wait_ready(api, processes, logs)
         yield api
     finally:
