@@ -212,6 +212,42 @@ class TestWorkerHosts:
         assert patch.options["replaceWith"] == [ready.urn]
 
 
+class KubeletReported(PlatformMocks):
+    """A deployed stack whose hosts' Ready waits recorded kubelet `version` (a preview reads
+    the last `up`'s outputs of an unchanged command)."""
+
+    def __init__(self, version: str) -> None:
+        super().__init__()
+        self.version = version
+
+    def _known(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
+        resource_id, outputs = super()._known(args)
+        if args.typ == COMMAND and any(args.name == f"ml-prod-{host}" for host in HOSTS):
+            node = args.name.removeprefix("ml-prod-")
+            outputs["stdout"] = f"node {node} is Ready (kubelet {self.version})\n"
+        return resource_id, outputs
+
+
+class TestKubeletSkewInPreview:
+    def test_a_tenant_version_a_hosts_kubelet_cannot_serve_fails_the_preview(self, prod_config):
+        config, secret_keys = prod_config
+        config = copy.deepcopy(config)
+        config["tenants"][0]["kubernetesVersion"] = "v1.36.0"  # ml-prod, its hosts at v1.32
+        with pytest.raises(Exception, match=r"host gpu-node-\d runs kubelet v1\.32, more than 3 minors older "
+                                            r"than its control plane at v1\.36\.0"):
+            run_program(config, secret_keys=secret_keys, stack="prod", preview=True,
+                        mocks=KubeletReported("v1.32.7"))
+
+    @pytest.mark.parametrize("kubelet", ["v1.33.1", "v1.35.4"])
+    def test_within_the_skew_policy_it_passes(self, prod_config, kubelet):
+        config, secret_keys = prod_config
+        config = copy.deepcopy(config)
+        config["tenants"][0]["kubernetesVersion"] = "v1.36.0"
+        program = run_program(config, secret_keys=secret_keys, stack="prod", preview=True,
+                              mocks=KubeletReported(kubelet))
+        assert program.named("ml-prod-gpu-node-1").type == COMMAND
+
+
 class TestRealAndMockGpus:
     def test_real_cards_turn_hamis_device_plugin_on_and_mock_cards_keep_it_off(self, prod_program):
         def device_plugin(tenant: str) -> bool:
