@@ -3,9 +3,9 @@ holds to golden files (tests/fixtures/scripts/).
 
 The cases render the dev stack (kind), the production example (an existing cluster with worker
 hosts, real and mock GPUs) and variants of it that reach the other templates: pinned host keys
-and a bastion's, cert-manager installed, NodePort. Scripts that run inside another one (a
-container's join, a host's reset over SSH) are cases of their own: the outer script holds them
-quoted, where shellcheck does not look.
+and a bastion's, cert-manager installed, NodePort, a StorageClass named for kamaji-etcd. Scripts
+that run inside another one (a container's join, a host's reset over SSH) are cases of their own:
+the outer script holds them quoted, where shellcheck does not look.
 
     python -m tests.project.shell_cases    # write the golden files after a deliberate change
 """
@@ -183,6 +183,10 @@ def _all_cases() -> list[Case]:
     for tenant in production.tenants:
         found += _tenant_cases("production", tenant, production.management)
     found.append(Case("production/on-a-host/reset.sh", SH, host_join.host_reset_script))
+    # A Kamaji release whose values name kamaji-etcd's StorageClass (a component's helm_values).
+    found.append(Case("production/cluster-check-etcd-storage-class.sh", SH,
+                      lambda: existing.cluster_check_script(production.management,
+                                                            access.MANAGEMENT_KUBECONFIG_ENV, "fast-ssd")))
     pinned = production_platform(_pinned_hosts)
     found += _host_cases("pinned-host-keys", pinned.tenants[0], pinned.tenants[0].hosts[0])
     node_port = production_platform(_node_port)
