@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -51,7 +52,14 @@ calico-system/calico-node}" ;;
   *"get serviceaccounts"*) printf '%s' "${FAKE_SVCLB_ACCOUNT:-}" ;;
   *"get nodes -l svccontroller.k3s.cattle.io/enablelb"*) printf '%s' "${FAKE_ENABLELB_NODES:-}" ;;
   *"create --dry-run=server"*) cat >/dev/null; echo tenantcontrolplane/platform-webhook-probe ;;
-  *"auth can-i"*) echo yes ;;
+  *"auth can-i"*) case "${FAKE_CAN_I:-yes}" in
+                    yes) echo yes ;;
+                    no) echo no; exit 1 ;;
+                    unreachable)
+                      echo "Unable to connect to the server: dial tcp 10.20.0.200:6443: i/o timeout" >&2
+                      exit 1 ;;
+                    hang) exec sleep 5 ;;
+                  esac ;;
   *) echo "stand-in kubectl: unexpected call: $*" >&2; exit 2 ;;
 esac
 """
@@ -293,10 +301,61 @@ class TestReadinessWithThisHostsKubectl:
     def test_admin_access_uses_a_private_file_removed_at_exit(self, platform, tmp_path):
         tenant = platform.tenants[0]
         kubeconfig = fake_kubeconfig("https://10.20.0.200:6443", SECRET)
-        script = admin_access.tenant_admin_access_script(tenant, platform.management, attempts=1, interval=0)
+        script = admin_access.tenant_admin_access_script(tenant, platform.management, bound=0, interval=0)
         result = run(script, tmp_path, **{KUBECONFIG_ENV: kubeconfig})
         assert result.returncode == 0, result.stderr
         used = next(line for line in calls(tmp_path).splitlines() if "auth can-i" in line).split()[1]
         assert not Path(used).exists(), "the kubeconfig file outlived the script"
         assert (tmp_path / "kubeconfig-seen").read_text() == kubeconfig
 
+class TestAdminAccessWaitOnThisHost:
+    """The admin-access wait of mode existing: each try bounded by kubectl's request timeout and by
+    `timeout` around the call; an API that does not answer is told apart from an answer "no", and
+    its message names the addresses the tenant API admits."""
+
+    def wait(self, platform, tmp_path: Path, bound: int = 0, call_timeout: int = 30, **env: str):
+        script = admin_access.tenant_admin_access_script(platform.tenants[0], platform.management,
+                                                         bound=bound, interval=0, call_timeout=call_timeout)
+        kubeconfig = fake_kubeconfig("https://10.20.0.200:6443", SECRET)
+        return run(script, tmp_path, **{KUBECONFIG_ENV: kubeconfig}, **env)
+
+    def test_each_try_is_bounded(self, platform, tmp_path):
+        assert self.wait(platform, tmp_path).returncode == 0
+        (call,) = calls(tmp_path).splitlines()
+        assert call.split()[2:] == ["--request-timeout=15s", "auth", "can-i", "*", "*", "--all-namespaces"]
+        script = admin_access.tenant_admin_access_script(platform.tenants[0], platform.management)
+        assert 'timeout 30 kubectl --kubeconfig "$tenant_kc" --request-timeout=15s auth can-i' in script
+
+    def test_an_api_that_does_not_answer_names_the_addresses_it_admits(self, platform, tmp_path):
+        result = self.wait(platform, tmp_path, FAKE_CAN_I="unreachable")
+        assert result.returncode == 1
+        first, network = result.stderr.splitlines()
+        assert first == ("tenant ml-prod: the tenant API did not answer within 0s (1 of 1 tries unanswered; "
+                         "last: Unable to connect to the server: dial tcp 10.20.0.200:6443: i/o timeout).")
+        assert network.startswith("The tenant API admits only the tenant's hosts (10.20.1.11, 10.20.1.12, "
+                                  "10.20.1.13) and management.apiClientCidrs (10.20.0.0/24)")
+        assert "Pulumi's host must reach it from one of them" in network
+        assert "get service ml-prod" in network
+        assert "Kamaji" not in result.stderr and SECRET not in result.stderr
+
+    def test_a_call_that_hangs_is_cut_off(self, platform, tmp_path):
+        result = self.wait(platform, tmp_path, call_timeout=1, FAKE_CAN_I="hang")
+        assert result.returncode == 1
+        assert ("did not answer within 0s (1 of 1 tries unanswered; last: no answer within 1s)"
+                in result.stderr)
+
+    def test_an_answer_no_blames_kamajis_rbac_not_the_network(self, platform, tmp_path):
+        result = self.wait(platform, tmp_path, FAKE_CAN_I="no")
+        assert result.returncode == 1
+        assert "the admin kubeconfig was not authorized within 0s (last answer: no)" in result.stderr
+        assert "kubeadm:cluster-admins" in result.stderr and "apiClientCidrs" not in result.stderr
+
+    def test_the_wait_keeps_its_bound_when_the_api_does_not_answer(self, platform, tmp_path):
+        """Tries start until the bound has passed: with each try cut off after 1s, a 2s wait makes
+        two or three tries, never the tries of a count of attempts."""
+        started = time.monotonic()
+        result = self.wait(platform, tmp_path, bound=2, call_timeout=1, FAKE_CAN_I="hang")
+        elapsed = time.monotonic() - started
+        assert result.returncode == 1 and elapsed < 2 + 1 + 2
+        tries = calls(tmp_path).count("auth can-i")
+        assert 2 <= tries <= 3 and f"{tries} of {tries} tries unanswered" in result.stderr

@@ -1,23 +1,29 @@
-"""The check of an existing management cluster, for real: it runs with the kubectl built from
-Kubernetes 1.35.4 against a real kube-apiserver (marker `sim`).
+"""The checks of an existing management cluster, for real: the cluster check and the admin-access
+wait run with the kubectl built from Kubernetes 1.35.4 against a real kube-apiserver (marker `sim`).
 
 The API server holds the objects the check reads (StorageClasses, DaemonSets, a ClusterRole, CRDs);
 no controller runs, so the objects are all there is, as the check sees them on a real cluster too.
 What this does not show: a real CNI or ServiceLB at work (the check never looks at one, only at
-their objects).
+their objects). The admin-access wait meets a real API server, one that refuses its credentials, a
+closed port and a listener that never answers.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kamaji_hami_platform.config import parse_config
 from kamaji_hami_platform.management import access, existing
+from kamaji_hami_platform.tenant import admin_access
+from kamaji_hami_platform.tenant.node_join import KUBECONFIG_ENV
 from tests.harness import dev_stack_config
 from tests.project.shell_cases import production_platform
 from tests.sim.cluster import TenantApi, tenant_api, toolchain
@@ -155,6 +161,82 @@ class TestClusterCheck:
         finally:
             delete(api, "clusterrole/kindnet")
             delete(api, "daemonset/kindnet", "-n", "kube-system")
+
+
+def silent_listener() -> tuple[socket.socket, int]:
+    """A port that accepts connections and never answers: a TLS handshake there waits forever."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    return server, server.getsockname()[1]
+
+
+def kubeconfig_for(server: str, token: str) -> str:
+    return yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "t",
+        "clusters": [{"name": "t", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
+        "contexts": [{"name": "t", "context": {"cluster": "t", "user": "u"}}],
+        "users": [{"name": "u", "user": {"token": token}}]})
+
+
+class TestAdminAccessWait:
+    def wait(self, api: TenantApi, platform, kubeconfig: str, call_timeout: int = 30):
+        script = admin_access.tenant_admin_access_script(platform.tenants[0], platform.management,
+                                                         bound=0, interval=0, call_timeout=call_timeout)
+        return run(script, api, **{KUBECONFIG_ENV: kubeconfig})
+
+    def test_an_admin_is_authorized(self, api, platform):
+        result = self.wait(api, platform, api.kubeconfig.read_text())
+        assert result.returncode == 0, result.stderr
+        assert "tenant ml-prod: the admin kubeconfig is authorized" in result.stdout
+
+    def test_an_api_that_answers_with_an_error_is_not_a_network_problem(self, api, platform):
+        result = self.wait(api, platform, kubeconfig_for(api.url, "not-a-token"))
+        assert result.returncode == 1
+        assert "was not authorized within 0s (last answer: error: You must be logged in to the server" \
+            in result.stderr
+        assert "apiClientCidrs" not in result.stderr
+
+    def test_a_closed_port_did_not_answer(self, api, platform):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        result = self.wait(api, platform, kubeconfig_for(f"https://127.0.0.1:{port}", "t"))
+        assert result.returncode == 1
+        assert f"did not answer within 0s (1 of 1 tries unanswered; last: The connection to the server " \
+            f"127.0.0.1:{port} was refused" in result.stderr
+        assert "management.apiClientCidrs (10.20.0.0/24)" in result.stderr
+
+    def test_a_silent_api_is_given_up_by_kubectl(self, api, platform):
+        """A listener that never answers: kubectl gives up within its request timeout (15s); here
+        its TLS handshake timeout (10s) comes first. Either is "Unable to connect to the server"."""
+        server, port = silent_listener()
+        try:
+            result = self.wait(api, platform, kubeconfig_for(f"https://127.0.0.1:{port}", "t"))
+        finally:
+            server.close()
+        assert result.returncode == 1
+        assert "(1 of 1 tries unanswered; last: Unable to connect to the server: " in result.stderr
+
+    def test_a_call_that_outlives_its_bound_is_cut_off(self, api, platform):
+        server, port = silent_listener()
+        try:
+            kubeconfig = kubeconfig_for(f"https://127.0.0.1:{port}", "t")
+            result = self.wait(api, platform, kubeconfig, call_timeout=2)
+        finally:
+            server.close()
+        assert result.returncode == 1
+        assert "(1 of 1 tries unanswered; last: no answer within 2s)" in result.stderr
 
 
 def test_the_scripts_name_no_path_of_this_machine(platform):
