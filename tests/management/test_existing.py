@@ -242,7 +242,7 @@ class TestClusterCheck:
         old = self.check(platform, tmp_path, FAKE_DAEMONSETS="kube-system/kindnet",
                          FAKE_KINDNET_RULES='["podsecuritypolicies"] ["nodes","pods","namespaces"]')
         assert old.returncode == 1
-        assert "kindnet (kube-system/kindnet) may not watch NetworkPolicies" in old.stderr
+        assert "kindnet (kube-system/kindnet) has no access to NetworkPolicies" in old.stderr
         unreadable = self.check(platform, tmp_path, FAKE_DAEMONSETS="kube-system/kindnet",
                                 FAKE_FORBIDDEN="clusterroles")
         assert unreadable.returncode == 0

@@ -152,7 +152,7 @@ class TestClusterCheck:
             if passes:
                 assert "kindnet (kube-system/kindnet) enforces it" in result.stdout, result.stderr
             else:
-                assert "kindnet (kube-system/kindnet) may not watch NetworkPolicies" in result.stderr
+                assert "kindnet (kube-system/kindnet) has no access to NetworkPolicies" in result.stderr
         finally:
             delete(api, "clusterrole/kindnet")
             delete(api, "daemonset/kindnet", "-n", "kube-system")

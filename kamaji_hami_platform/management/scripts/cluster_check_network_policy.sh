@@ -21,8 +21,8 @@ else
     else
       case "$rules" in
         *networkpolicies*) echo "NetworkPolicy: kindnet ($kindnet) enforces it (it watches NetworkPolicies, kind v0.24.0 or newer)" ;;
-        *) lacks "a CNI that enforces NetworkPolicy: kindnet ($kindnet) may not watch NetworkPolicies, so it" \
-             "does not enforce them (kind before v0.24.0); tenant isolation depends on it." \
+        *) lacks "a CNI that enforces NetworkPolicy: kindnet ($kindnet) has no access to NetworkPolicies, so it" \
+             "cannot enforce them (kind before v0.24.0); tenant isolation depends on it." \
              "Fix: a cluster made by kind v0.24.0 or newer, or a CNI that enforces NetworkPolicy (@known@)" ;;
       esac
     fi
