@@ -89,9 +89,15 @@ def delete(api: TenantApi, *what: str) -> None:
     assert result.returncode == 0, result.stderr
 
 
+CERT_MANAGER = (crd("certificates", "Certificate"), crd("issuers", "Issuer"))
+
+
 class TestClusterCheck:
+    """Each test sets up what it needs on the module's one API server, and removes what it adds."""
+
     def test_an_empty_cluster_lacks_cert_manager_and_a_default_class_and_cannot_tell_its_cni(
             self, api, platform):
+        delete(api, "crd/certificates.cert-manager.io", "crd/issuers.cert-manager.io")
         result = check(api, platform)
         assert result.returncode == 1, result.stdout
         items = result.stderr.strip().split("\n  - ")[1:]
@@ -101,8 +107,7 @@ class TestClusterCheck:
         assert warning.startswith("cannot tell whether the CNI enforces NetworkPolicy: no DaemonSet")
 
     def test_a_cluster_with_everything_passes(self, api, platform):
-        api.apply([crd("certificates", "Certificate"), crd("issuers", "Issuer"), namespace("calico-system"),
-                   storage_class("slow"),
+        api.apply([*CERT_MANAGER, namespace("calico-system"), storage_class("slow"),
                    storage_class("standard", {"storageclass.kubernetes.io/is-default-class": "true"}),
                    daemonset("kube-system/kube-proxy"), daemonset("calico-system/calico-node")])
         try:
@@ -113,10 +118,11 @@ class TestClusterCheck:
             assert "the CNI of DaemonSet calico-system/calico-node enforces it" in result.stdout
             assert existing.check_warnings(result.stdout) == []
         finally:
-            delete(api, "storageclass/standard", "daemonset/calico-node", "-n", "calico-system")
+            delete(api, "storageclass/standard", "storageclass/slow")
+            delete(api, "daemonset/calico-node", "-n", "calico-system")
 
-    def test_the_beta_annotation_kindnet_flannel_and_servicelb_as_kubectl_prints_them(self, api, platform):
-        api.apply([namespace("kube-flannel"),
+    def test_the_beta_annotation_flannel_and_servicelb_as_kubectl_prints_them(self, api, platform):
+        api.apply([*CERT_MANAGER, namespace("kube-flannel"),
                    storage_class("legacy", {"storageclass.beta.kubernetes.io/is-default-class": "true"}),
                    daemonset("kube-flannel/kube-flannel-ds"),
                    daemonset("kube-system/svclb-traefik-0c4a2f1e",
@@ -133,6 +139,7 @@ class TestClusterCheck:
             assert "flannel (DaemonSet kube-flannel/kube-flannel-ds)" in items[0]
             assert "(DaemonSets kube-system/svclb-traefik-0c4a2f1e)" in items[1]
         finally:
+            delete(api, "storageclass/legacy")
             delete(api, "daemonset/kube-flannel-ds", "-n", "kube-flannel")
             delete(api, "daemonset/svclb-traefik-0c4a2f1e", "-n", "kube-system")
 
