@@ -28,6 +28,7 @@ help:
 	@echo "make test     unit suite and shell lint in .venv-test, made afresh when requirements.txt changes"
 	@echo "make sim      tenant objects against a real kube-apiserver built from Go modules (needs Go)"
 	@echo "make ssh      worker hosts joined and reset over real SSH, in a sandbox (needs root)"
+	@echo "              (sim and ssh fail when a test skips; ALLOW_SKIP=1 lets them skip)"
 	@echo "make images   list every pinned image and chart"
 	@echo "make kamaji-chart  fetch and verify the pinned Kamaji chart (make preview does it)"
 	@echo "make e2e      acceptance cases TC-00..TC-08 and the declared workloads against the deployed stack $(STACK)"
@@ -112,19 +113,24 @@ unprotect-tenant: tenant-argument stack
 
 # The unit suite and the shell lint (shellcheck from requirements.txt, on every rendered script).
 test: test-venv
-	$(TEST_VENV)/bin/python -m pytest -m "not e2e and not sim and not ssh"
+	KHP_REQUIRE_TIER= $(TEST_VENV)/bin/python -m pytest -m "not e2e and not sim and not ssh"
+
+# A tier that skips proves nothing: `make sim` and `make ssh` fail when a test of theirs skips or
+# none runs, with the reason (KHP_REQUIRE_TIER, tests/tiers.py). ALLOW_SKIP=1 lets them skip, each
+# skip's reason listed (-rs).
+require_tier = KHP_REQUIRE_TIER=$(if $(ALLOW_SKIP),,$(1))
 
 # The partial simulation tier: a real kube-apiserver 1.35 and etcd, built from their Go
 # modules into a cache outside the repository (toolchain/build.sh), fed the platform's objects.
 sim: test-venv
 	bash toolchain/build.sh >/dev/null
-	$(TEST_VENV)/bin/python -m pytest -m sim -v tests/sim
+	$(call require_tier,sim) $(TEST_VENV)/bin/python -m pytest -m sim -rs -v tests/sim
 
 # Worker hosts over SSH, for real: Debian's sshd unpacked into the toolchain cache
 # (toolchain/openssh.sh, never installed) runs in a mount namespace with stand-in host tools.
 ssh: test-venv
 	bash toolchain/openssh.sh >/dev/null
-	$(TEST_VENV)/bin/python -m pytest -m ssh -v tests/ssh
+	$(call require_tier,ssh) $(TEST_VENV)/bin/python -m pytest -m ssh -rs -v tests/ssh
 
 # The test virtualenv is kept while requirements.txt and the Python are the same (a stamp named
 # after both), and made afresh from requirements.txt alone when either changes.

@@ -9,6 +9,9 @@ import pytest
 
 from tests.harness import Program, dev_stack_config, production_config, run_program
 
+# A required tier's skips fail (tests/tiers.py).
+from tests.tiers import pytest_collection_finish, pytest_runtest_makereport  # noqa: F401
+
 
 @pytest.fixture
 def dev_config() -> dict[str, Any]:

@@ -148,7 +148,8 @@ class ManagementCluster(pulumi.ComponentResource):
         if management.is_kind:
             on_cluster, before_releases, before_kamaji = self._kind_cluster(name, management, child)
         else:
-            on_cluster, before_releases = self._existing_cluster(name, management, given_kubeconfig, child)
+            on_cluster, before_releases = self._existing_cluster(
+                name, management, given_kubeconfig, values.get(render.KAMAJI_RELEASE), child)
             before_kamaji = before_releases
 
         # Named after the component since 0.1.0; the alias keeps older stacks' releases.
@@ -283,10 +284,11 @@ class ManagementCluster(pulumi.ComponentResource):
         return on_cluster, [], [self.kindnet]
 
     def _existing_cluster(self, name: str, management: ManagementConfig, kubeconfig: pulumi.Input[str],
-                          child: pulumi.ResourceOptions,
+                          kamaji_values: dict[str, Any] | None, child: pulumi.ResourceOptions,
                           ) -> tuple[pulumi.ResourceOptions, list[pulumi.Resource]]:
-        """A provider for the cluster that exists, and a check that it answers (and has cert-manager
-        when the platform does not install it) before anything is installed on it."""
+        """A provider for the cluster that exists, and a check before anything is installed on it:
+        it answers, and has what the platform relies on and does not install (management/existing.py);
+        what the check cannot tell is reported as a warning of the check."""
         self.network = None
         self.cluster = None
         self.host_flags = pulumi.Output.from_input("")
@@ -300,10 +302,16 @@ class ManagementCluster(pulumi.ComponentResource):
             opts=child)
         check = local.Command(
             f"{name}-cluster-check",
-            create=existing.cluster_check_script(management, access.MANAGEMENT_KUBECONFIG_ENV),
+            create=existing.cluster_check_script(management, access.MANAGEMENT_KUBECONFIG_ENV,
+                                                 existing.etcd_storage_class(kamaji_values)),
             environment={access.MANAGEMENT_KUBECONFIG_ENV: self.kubeconfig},
             triggers=[management.name, management.install_cert_manager],
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=self.create_only)))
+        # pulumi-command shows a command's output only as passing status lines (v1.2.1
+        # provider/pkg/provider/util/util.go `LogOutput`, InfoStatus): what the check could not
+        # tell is a warning of the check, kept with the update's diagnostics.
+        check.stdout.apply(lambda stdout: [pulumi.log.warn(warning, resource=check)
+                                           for warning in existing.check_warnings(stdout)])
         # Nothing outside the cluster goes with it: destroy uninstalls what the platform installed.
         return pulumi.ResourceOptions(parent=self, provider=self.provider), [check]
 

@@ -149,6 +149,7 @@ _NETWORK = "the platform's own Docker network, workers at fixed addresses"
 _RENAMED = "named after its component, the old name an alias"
 _CHART = "Kamaji's chart from its tag, verified by digest (unknown in a fresh preview)"
 _NODES = "only the nodes the config lists may register (tenant/node_admission.py)"
+_BOUNDED_WAIT = "each try bounded, an API that did not answer told from an answer 'no'"
 RECORDING_DRIFT: dict[str, tuple[str, str]] = {
     # name: (what differs, why)
     "kamaji-hami-platform-dev": ("removed", "the stack: the engine's, not a registration"),
@@ -160,7 +161,8 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
        for key in ("podCidr", "serviceCidr")},
     **{f"{tenant}-worker-0": ("create,delete,environment,triggers", f"{_WORKER}; {_SECRET}; {_NETWORK}")
        for tenant in ("tenant-a", "tenant-b")},
-    **{f"{tenant}-admin-access": ("environment", _SECRET) for tenant in ("tenant-a", "tenant-b")},
+    **{f"{tenant}-admin-access": ("create,environment", f"{_BOUNDED_WAIT}; {_SECRET}")
+       for tenant in ("tenant-a", "tenant-b")},
     **{f"{tenant}-kindnet-daemonset-kube-system-kindnet": ("spec", f"{_LEAVES}; no CPU limit")
        for tenant in ("tenant-a", "tenant-b")},
     **{f"{tenant}-control-plane": ("metadata", "Ready at the tenant's version")

@@ -99,6 +99,28 @@ class TestNoKindOnAnExistingCluster:
         assert prod_program.depends_on(prod_program.named("management-kamaji"), check)
         assert is_secret(check.wire["environment"]["MANAGEMENT_KUBECONFIG"])
 
+    def test_the_cluster_check_looks_for_storage_network_policy_and_a_competing_load_balancer(
+            self, prod_program):
+        create = prod_program.named("management-cluster-check").inputs["create"]
+        assert "get storageclasses" in create and "get daemonsets --all-namespaces" in create
+        assert "svccontroller.k3s.cattle.io/svcname" in create  # the platform installs MetalLB here
+
+    def test_what_the_cluster_check_cannot_tell_is_a_warning_of_the_check(self, prod_config, monkeypatch):
+        """pulumi-command shows a command's output as passing status lines only: the program warns."""
+        class Mocks(PlatformMocks):
+            @staticmethod
+            def _command_stdout(name: str) -> str:
+                if name == "management-cluster-check":
+                    return "management cluster reached\nwarning: cannot tell whether the CNI enforces it\n"
+                return PlatformMocks._command_stdout(name)
+
+        warned: list[tuple[str, str | None]] = []
+        monkeypatch.setattr(pulumi.log, "warn", lambda message, resource=None, *_, **__: warned.append(
+            (message, resource and resource._name)))
+        config, secret_keys = prod_config
+        run_program(config, stack="prod", secret_keys=secret_keys, mocks=Mocks())
+        assert ("cannot tell whether the CNI enforces it", "management-cluster-check") in warned
+
     def test_readiness_runs_with_this_hosts_kubectl_and_a_private_kubeconfig(self, prod_program):
         webhook = prod_program.named("management-kamaji-webhook")
         assert 'kubectl --kubeconfig "$management_kc"' in webhook.inputs["create"]

@@ -509,3 +509,24 @@ KamajiTenant("a", KamajiTenantArgs(tenant=tenant("a", "10.40.0.0/16", ["h1"]),
     assert join.inputs["environment"]["KHP_SSH_KEY"] == "sentinel-output-key"
     assert is_secret(join.wire["environment"]["KHP_SSH_KEY"])
     assert is_secret(program.named("a-h1-leave").wire["environment"]["KHP_SSH_KEY"])
+
+
+def test_the_cluster_check_looks_for_the_storage_class_the_kamaji_values_name(tmp_path):
+    """A component's helm_values may name kamaji-etcd's StorageClass: the check looks for that class
+    instead of a default one, and for none when no kamaji-etcd is deployed."""
+    main = _program_file(tmp_path, """
+        from kamaji_hami_platform import ManagementCluster, ManagementClusterArgs
+        def existing(name):
+            return {"mode": "existing", "name": name, "api_client_cidrs": ["10.0.0.0/24"],
+                    "metallb": {"install": False}}
+        ManagementCluster("named", ManagementClusterArgs(management=existing("named"), kubeconfig="{}",
+            helm_values={"kamaji": {"kamaji-etcd": {"persistentVolumeClaim": {"storageClassName": "fast"}}}}))
+        ManagementCluster("none", ManagementClusterArgs(management=existing("none"), kubeconfig="{}",
+            helm_values={"kamaji": {"kamaji-etcd": {"deploy": False}}}))
+        ManagementCluster("default", ManagementClusterArgs(management=existing("default"), kubeconfig="{}"))
+    """)
+    program = run_program({}, main=main, project="p", stack="s")
+    named = program.named("named-cluster-check").inputs["create"]
+    assert "get storageclass fast -o name" in named and "get storageclasses" not in named
+    assert "storageclass" not in program.named("none-cluster-check").inputs["create"]
+    assert "get storageclasses" in program.named("default-cluster-check").inputs["create"]

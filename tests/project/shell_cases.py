@@ -3,9 +3,9 @@ holds to golden files (tests/fixtures/scripts/).
 
 The cases render the dev stack (kind), the production example (an existing cluster with worker
 hosts, real and mock GPUs) and variants of it that reach the other templates: pinned host keys
-and a bastion's, cert-manager installed, NodePort. Scripts that run inside another one (a
-container's join, a host's reset over SSH) are cases of their own: the outer script holds them
-quoted, where shellcheck does not look.
+and a bastion's, cert-manager installed, NodePort, a StorageClass named for kamaji-etcd. Scripts
+that run inside another one (a container's join, a host's reset over SSH) are cases of their own:
+the outer script holds them quoted, where shellcheck does not look.
 
     python -m tests.project.shell_cases    # write the golden files after a deliberate change
 """
@@ -115,7 +115,7 @@ def _management_cases(prefix: str, management: ManagementConfig) -> Iterator[Cas
 def _tenant_cases(prefix: str, tenant: TenantConfig, management: ManagementConfig) -> Iterator[Case]:
     where = f"{prefix}/{tenant.name}"
     yield Case(f"{where}/admin-access.sh", SH,
-               lambda: admin_access.tenant_admin_access_script(tenant, management), frozenset({"SC2034"}))
+               lambda: admin_access.tenant_admin_access_script(tenant, management))
     way_out = control_plane.create_only_way_out(tenant)
     for setting in control_plane.create_only_settings(tenant):
         yield Case(f"{where}/create-only-{setting.key}.sh", SH,
@@ -190,6 +190,10 @@ def _all_cases() -> list[Case]:
         found += _tenant_cases("production", tenant, production.management)
     found.append(Case("production/on-a-host/reset.sh", SH,
                       lambda: host_leave.host_reset_script(production.tenants[0], OWNER)))
+    # A Kamaji release whose values name kamaji-etcd's StorageClass (a component's helm_values).
+    found.append(Case("production/cluster-check-etcd-storage-class.sh", SH,
+                      lambda: existing.cluster_check_script(production.management,
+                                                            access.MANAGEMENT_KUBECONFIG_ENV, "fast-ssd")))
     unchecked = production_platform(_unchecked_hosts)
     found += _host_cases("unchecked-host-keys", unchecked.tenants[0], unchecked.tenants[0].hosts[0])
     node_port = production_platform(_node_port)

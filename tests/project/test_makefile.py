@@ -123,3 +123,43 @@ def test_a_stack_marked_production_runs_the_pack_with_its_config(tools, target, 
     assert command("prod").endswith("--policy-pack policy --policy-pack-config policy/config/prod.json")
     assert command("lab").rstrip().endswith("--policy-pack policy")
     assert (ROOT / "policy" / "config" / "prod.json").exists()
+
+
+def planned(*args: str, env: dict[str, str] | None = None) -> list[str]:
+    """The commands `make -n` would run."""
+    result = subprocess.run(["make", "--no-print-directory", "-n", "-C", str(ROOT), *args],
+                            env={**os.environ, **(env or {})}, capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+@pytest.mark.parametrize("tier", ["sim", "ssh"])
+def test_a_tier_requires_itself_and_lists_its_skips(tier):
+    """A tier that skips proves nothing: make sets KHP_REQUIRE_TIER (tests/tiers.py), and -rs lists
+    the reason of any skip that ALLOW_SKIP=1 lets through."""
+    (run,) = [line for line in planned(tier) if " -m pytest " in line]
+    assert run.startswith(f"KHP_REQUIRE_TIER={tier} ") and f"-m {tier} -rs" in run
+    (allowed,) = [line for line in planned(tier, "ALLOW_SKIP=1") if " -m pytest " in line]
+    assert allowed.startswith("KHP_REQUIRE_TIER= ") and "-rs" in allowed
+
+
+def test_the_unit_suite_requires_no_tier():
+    (run,) = [line for line in planned("test", env={"KHP_REQUIRE_TIER": "ssh"}) if " -m pytest " in line]
+    assert run.startswith("KHP_REQUIRE_TIER= ")
+
+
+def test_ci_requires_both_tiers_whatever_the_environment_says(tmp_path):
+    """.ci/run overrides an ALLOW_SKIP of the environment with a make argument: run with a stand-in
+    make that records its arguments, and the real make's plan for the same arguments."""
+    fake_tool(tmp_path, "make", f'echo "$*" >> {tmp_path}/calls')
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "ALLOW_SKIP": "1"}
+    result = subprocess.run([str(ROOT / ".ci" / "run")], env=env, capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert calls == ["test", "sim ALLOW_SKIP=", "ssh ALLOW_SKIP="]
+    for call in calls[1:]:
+        tier, *args = call.split()
+        (run,) = [line for line in planned(tier, *args, env={"ALLOW_SKIP": "1"}) if " -m pytest " in line]
+        assert run.startswith(f"KHP_REQUIRE_TIER={tier} ")

@@ -27,6 +27,7 @@ import yaml
 
 from kamaji_hami_platform.config import TenantConfig
 from kamaji_hami_platform.tenant.control_plane import ADMISSION_CONTROLLERS
+from tests import tiers
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "toolchain" / "build.sh"
@@ -49,6 +50,15 @@ def toolchain() -> Path:
     if result.returncode != 0:
         raise RuntimeError(f"toolchain build failed:\n{result.stderr[-3000:]}")
     return Path(result.stdout.strip().splitlines()[-1])
+
+
+def toolchain_or_skip() -> Path:
+    """The toolchain, or a skip saying why there is none here (a failure when the sim tier is
+    required: tests/tiers.py)."""
+    try:
+        return toolchain()
+    except RuntimeError as error:
+        tiers.unavailable("sim", f"the sim toolchain is not available here: {str(error).splitlines()[0]}")
 
 
 def free_port() -> int:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from kamaji_hami_platform.tenant import host_join
+from tests import tiers
 from tests.ssh import sandbox
 from tests.ssh.sandbox import Sandbox
 
@@ -16,14 +17,25 @@ from tests.ssh.sandbox import Sandbox
 ADMIN_CREDENTIAL = "s3cret-admin-token"
 
 
+def missing_prerequisite() -> str | None:
+    """Why the sandbox cannot run here, if it cannot."""
+    if os.geteuid() != 0:
+        return ("the ssh tier runs sshd in a mount namespace of its own (bind mounts over /etc, /opt "
+                "and /proc files): it needs root")
+    if shutil.which("unshare") is None:
+        return "the ssh tier needs unshare (util-linux) for the sandbox's mount namespace"
+    tools = (("openssl", "openssl"), ("ssh", "openssh-client"), ("ssh-keygen", "openssh-client"))
+    for tool, package in tools:
+        if shutil.which(tool) is None:
+            return f"the ssh tier needs {tool} ({package}): the test CAs, the client, the keys"
+    return None
+
+
 @pytest.fixture(scope="session")
 def sshd() -> Iterator[Sandbox]:
-    if os.geteuid() != 0:
-        pytest.skip("the ssh tier runs sshd in a mount namespace of its own (bind mounts over /etc, "
-                    "/opt and /proc files): it needs root")
-    for tool in ("unshare", "openssl", "ssh", "ssh-keygen"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"the ssh tier needs {tool} (util-linux, openssl, openssh-client)")
+    reason = missing_prerequisite()
+    if reason:
+        tiers.unavailable("ssh", reason)  # a skip, or the run's end when the tier is required
     box = sandbox.start(sandbox.openssh_root())
     try:
         yield box

@@ -30,23 +30,48 @@ class TestTenantAdminAccess:
         return parse_config(dev_config).tenants[0]
 
     def test_waits_until_the_admin_may_do_everything(self, tenant, tmp_path):
-        script = admin_access.tenant_admin_access_script(tenant, MANAGEMENT, attempts=5, interval=0)
+        script = admin_access.tenant_admin_access_script(tenant, MANAGEMENT, bound=30, interval=0)
         result = run(script, tmp_path, FAKE_CAN_I_NO="2")
         assert result.returncode == 0, result.stderr
         checks = [c for c in calls(tmp_path) if "auth can-i" in c]
         assert len(checks) == 3
-        assert checks[0] == (f"exec {NODE} kubectl --kubeconfig /tmp/tenant-a-admin-access.conf "
-                             "auth can-i * * --all-namespaces")
+        assert checks[0] == (f"exec {NODE} timeout 30 kubectl --kubeconfig /tmp/tenant-a-admin-access.conf "
+                             "--request-timeout=15s auth can-i * * --all-namespaces")
 
     def test_fails_after_its_bound_with_what_to_check(self, tenant, tmp_path):
-        script = admin_access.tenant_admin_access_script(tenant, MANAGEMENT, attempts=2, interval=0)
+        script = admin_access.tenant_admin_access_script(tenant, MANAGEMENT, bound=0, interval=0)
         result = run(script, tmp_path, FAKE_CAN_I_NO="10")
         assert result.returncode == 1
-        assert "tenant tenant-a: the admin kubeconfig was not authorized" in result.stderr
+        assert "tenant tenant-a: the admin kubeconfig was not authorized within 0s" in result.stderr
         assert "last answer: no" in result.stderr and "kubeadm:cluster-admins" in result.stderr
+        assert "Docker network" not in result.stderr
+
+    @pytest.mark.parametrize(("env", "last"), [
+        ({"FAKE_CAN_I_UNANSWERED": "10"},
+         "last: Unable to connect to the server: dial tcp 172.30.255.200:6443: i/o timeout"),
+        ({"FAKE_CAN_I_CUT_OFF": "10"}, "last: no answer within 30s"),
+    ])
+    def test_an_api_that_does_not_answer_names_the_docker_network(self, tenant, tmp_path, env, last):
+        script = admin_access.tenant_admin_access_script(tenant, MANAGEMENT, bound=0, interval=0)
+        result = run(script, tmp_path, **env)
+        assert result.returncode == 1
+        first, network = result.stderr.splitlines()
+        assert first == ("tenant tenant-a: the tenant API did not answer within 0s "
+                         f"(1 of 1 tries unanswered; {last}).")
+        assert network.startswith(
+            "The tenant API is a MetalLB address (pool 172.30.255.200-172.30.255.250) on the platform's "
+            f"Docker network kamaji-hami (172.30.0.0/16), reached from the kind node {NODE}.")
+        assert "-n tenant-a get service tenant-a" in network and "logs deploy/metallb-controller" in network
+        assert "kubeadm:cluster-admins" not in result.stderr
+
+    def test_tries_the_api_did_not_answer_are_tried_again_within_the_bound(self, tenant, tmp_path):
+        script = admin_access.tenant_admin_access_script(tenant, MANAGEMENT, bound=30, interval=0)
+        result = run(script, tmp_path, FAKE_CAN_I_UNANSWERED="2")
+        assert result.returncode == 0, result.stderr
+        assert len([c for c in calls(tmp_path) if "auth can-i" in c]) == 3
 
     def test_kubeconfig_reaches_the_node_over_stdin_and_is_removed(self, tenant, tmp_path):
-        script = admin_access.tenant_admin_access_script(tenant, MANAGEMENT, attempts=1, interval=0)
+        script = admin_access.tenant_admin_access_script(tenant, MANAGEMENT, bound=0, interval=0)
         run(script, tmp_path)
         assert (tmp_path / "stdin" / NODE).read_text() == KUBECONFIG
         assert not any("s3cret" in call for call in calls(tmp_path)), "kubeconfig on a command line"
