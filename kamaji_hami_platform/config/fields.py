@@ -121,7 +121,7 @@ def _ssh_fields(address: Field) -> tuple[Field, ...]:
     return (
         address,
         Field("user", "string", "SSH user: root, or a user with password-less sudo", default="root",
-              checks=(Check("[a-z_][a-z0-9_-]*[$]?", "{value!r} is not a user name"),)),
+              checks=(Check("[a-z_][a-z0-9_-]*", "{value!r} is not a user name"),)),
         _integer_field("port", "SSH port", 22, 1, 65535),
         Field("privateKey", "string", "name of its private key in the secret sshPrivateKeys (an "
               "unencrypted key)",

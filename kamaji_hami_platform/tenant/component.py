@@ -392,12 +392,15 @@ class KamajiTenant(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self, delete_before_replace=True, depends_on=[leave],
                 additional_secret_outputs=["stdout", "stderr"]))
+        # The join's id too: a host joined again (its Node lost, or renamed) is a new Node, which
+        # the Ready wait, and with it the GPU registration (replace_with), must see again.
+        joined = pulumi.Output.unsecret(join.stdout.apply(host_join.join_id))
         ready = local.Command(
             f"{name}-{host.name}",
             create=host_join.ready_script(self.tenant, host),
             interpreter=["/bin/bash", "-c"],
             environment={node_join.KUBECONFIG_ENV: self.kubeconfig},
-            triggers=triggers,
+            triggers=[*triggers, joined],
             opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True, depends_on=[join]))
         # A tenant version the host's kubelet cannot serve is refused in preview (the kubelet's
         # version as the last `up` reported it).

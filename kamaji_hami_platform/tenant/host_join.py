@@ -3,7 +3,8 @@
 Per host, three local Commands: `<host>-leave` (its delete drains the node and resets the host:
 tenant/host_leave.py), `<host>-join` and `<host>-ready`. The join runs here, as the tenant's admin:
 it mints a bootstrap token that lives minutes and sends the host only the API endpoint, the token
-(on stdin) and the CA, never a kubeconfig; the token is deleted after the join, whatever happens.
+(on stdin) and the CA, never a kubeconfig; the token is deleted after the join, also when it fails
+or the script is signalled (a script killed outright leaves it to its 10-minute expiry).
 The host keeps nothing of the session (traps on EXIT, HUP, INT, TERM, PIPE), and marks itself as
 this stack's node of the tenant: a join or a leave touches no host another stack or cluster owns.
 
@@ -56,6 +57,18 @@ JOIN_MARKER = "/etc/kubernetes/kamaji-hami-platform-tenant"
 # tenant's, belongs to another stack or tenant, whatever its CA.
 STACK_MARKER_PREFIX = "kamaji-hami-platform stack="
 CNI_BIN_DIR = "/opt/cni/bin"
+# What kubeadm join writes once past its preflight checks, with the CA (kubernetes v1.35
+# cmd/kubeadm/app/constants/constants.go KubeletBootstrapKubeConfigFileName): a failed join that
+# wrote neither changed nothing, so it resets nothing.
+BOOTSTRAP_KUBELET_CONFIG = "/etc/kubernetes/bootstrap-kubelet.conf"
+# A kubelet set up on the host (constants.go KubeletRunDirectory, KubeletConfigurationFileName)
+# or listening (KubeletPort) without kubeadm's kubelet.conf: another installer's node.
+KUBELET_NODE_CONFIG = "/var/lib/kubelet/config.yaml"
+KUBELET_PORT = 10250
+# The runtime's CRI socket for nodeRegistration.criSocket (constants_unix.go CRISocketContainerd,
+# CRISocketCRIO): kubeadm refuses to guess on a host with two.
+CRI_SOCKETS = {"containerd": "unix:///var/run/containerd/containerd.sock",
+               "crio": "unix:///var/run/crio/crio.sock"}
 # The plugins kindnet's config chains (ptp, host-local IPAM, portmap) plus loopback, which the
 # container runtime sets up in every pod: what kindest/node ships (tenant/addons.py).
 CNI_PLUGINS = ("host-local", "loopback", "ptp", "portmap")
@@ -90,6 +103,8 @@ KUBEADM_V1BETA4_MINOR = 31
 # (https://kubernetes.io/releases/version-skew-policy/#kubelet).
 KUBELET_SKEW_MINORS = 3
 _KUBELET_VERSION = re.compile(r"\(kubelet v1\.([0-9]+)\.[0-9]+")
+# The last line of a join's output: the id of the host's join, from its marker (new at each join).
+_JOIN_ID = re.compile(r"^join: (\S+)$", re.M)
 
 
 @dataclass(frozen=True)
@@ -143,7 +158,8 @@ def prerequisites_script(tenant: TenantConfig, host: HostConfig) -> Shell:
         cni_plugins=Text(" ".join(CNI_PLUGINS)), cni_bin_dir=CNI_BIN_DIR, proc_swaps=PROC_SWAPS,
         gpu_prerequisites=gpu, host=Text(host.name), tenant=Text(tenant.name), cri_plugin=CRI_PLUGIN,
         cgroup_root=CGROUP_ROOT, host_tools=Text(" ".join(HOST_TOOLS)),
-        connect_timeout=CONNECT_TIMEOUT_SECONDS))
+        connect_timeout=CONNECT_TIMEOUT_SECONDS, kubelet_config=KUBELET_CONFIG,
+        kubelet_node_config=KUBELET_NODE_CONFIG, kubelet_port=KUBELET_PORT))
 
 
 def _gpu_prerequisites(tenant: TenantConfig) -> Shell:
@@ -193,8 +209,10 @@ def remote_join_script(tenant: TenantConfig, host: HostConfig, owner: Ownership)
     """
     return render_script(
         _PACKAGE, "host_join_remote.sh", path_extra=Text(HOST_PATH_EXTRA), redact=Shell(REDACT_SED),
-        marker=owner.marker(tenant), legacy_marker=legacy_marker(tenant),
-        stack_marker_prefix=STACK_MARKER_PREFIX, kubelet_config=KUBELET_CONFIG,
+        marker=owner.marker(tenant),
+        stack_marker_prefix=STACK_MARKER_PREFIX, address=host.address,
+        bootstrap_kubelet_config=BOOTSTRAP_KUBELET_CONFIG, containerd_socket=CRI_SOCKETS["containerd"],
+        crio_socket=CRI_SOCKETS["crio"], kubelet_config=KUBELET_CONFIG,
         node_ca_cert=NODE_CA_CERT, join_marker=JOIN_MARKER, tenant=Text(tenant.name),
         prerequisites=prerequisites_script(tenant, host), reset_function=_reset_function(),
         v1beta4_minor=KUBEADM_V1BETA4_MINOR)
@@ -232,6 +250,13 @@ def ready_script(tenant: TenantConfig, host: HostConfig) -> str:
     attempts, interval = READY_WAIT
     return render_script(_PACKAGE, "host_ready.bash", tenant_kubectl=tenant_kubectl(), node=host.name,
                          bound=attempts * interval, interval=interval, tenant=tenant.name)
+
+
+def join_id(join_output: str) -> str:
+    """The id of the host's current join, as `<host>-join` printed it ("" when it printed none):
+    the same while the host stays joined, new when it joined again (its Node is a new object)."""
+    found = _JOIN_ID.findall(join_output or "")
+    return found[-1] if found else ""
 
 
 def kubelet_skew_problem(tenant: TenantConfig, host: HostConfig, ready_output: str) -> str | None:

@@ -49,6 +49,7 @@ def host_reset_script(tenant: TenantConfig, owner: host_join.Ownership) -> str:
         kubelet_config=host_join.KUBELET_CONFIG, node_ca_cert=host_join.NODE_CA_CERT,
         join_marker=host_join.JOIN_MARKER, marker=owner.marker(tenant),
         legacy_marker=host_join.legacy_marker(tenant), foreign=HOST_FOREIGN, reset_failed=HOST_RESET_FAILED,
+        tenant=Text(tenant.name),
         kindnet_cni_config=host_join.KINDNET_CNI_CONFIG,
         kindnet_cni_config_text=Text(host_join.KINDNET_CNI_CONFIG), reset=HOST_RESET)
 

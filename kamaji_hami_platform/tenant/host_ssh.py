@@ -54,7 +54,10 @@ def ssh_options(endpoint: SshEndpointConfig, role: str) -> list[str]:
              "-o", f"ConnectionAttempts={SSH_CONNECTION_ATTEMPTS}", "-o", "IdentitiesOnly=yes",
              "-o", "LogLevel=ERROR", "-i", f'"{files}.key"', "-p", str(endpoint.port)]
     if endpoint.host_key:
-        words += ["-o", "StrictHostKeyChecking=yes", "-o", f'UserKnownHostsFile="{files}.known_hosts"']
+        # GlobalKnownHostsFile too: -F none reads no config file, but ssh still consults
+        # /etc/ssh/ssh_known_hosts, whose key for the address would be accepted besides the pin.
+        words += ["-o", "StrictHostKeyChecking=yes", "-o", f'UserKnownHostsFile="{files}.known_hosts"',
+                  "-o", "GlobalKnownHostsFile=/dev/null"]
     else:
         words += ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"]
     return words

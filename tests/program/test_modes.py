@@ -250,6 +250,29 @@ class KubeletReported(PlatformMocks):
         return resource_id, outputs
 
 
+class Joined(PlatformMocks):
+    """Each host's join printed the id of its join (as the host's marker has it)."""
+
+    def _known(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
+        resource_id, outputs = super()._known(args)
+        if args.typ == COMMAND and args.name.endswith("-join"):
+            outputs["stdout"] = f"joined\njoin: 20261203T120000Z-{len(args.name):08x}\n"
+        return resource_id, outputs
+
+
+def test_a_hosts_ready_wait_and_gpu_registration_follow_its_join(prod_config):
+    """A host joined again (its Node lost or renamed) is a new Node: the join's id is a trigger of
+    the Ready wait, whose replacement replaces the GPU registration (replace_with)."""
+    config, secret_keys = prod_config
+    program = run_program(config, secret_keys=secret_keys, stack="prod", mocks=Joined())
+    for host in HOSTS:
+        join_id = f"20261203T120000Z-{len(f'ml-prod-{host}-join'):08x}"
+        triggers = program.named(f"ml-prod-{host}").inputs["triggers"]
+        assert triggers[-1] == join_id and not is_secret(triggers)
+        patch = program.named(f"ml-prod-gpus-{host}")
+        assert patch.options["replaceWith"] == [program.named(f"ml-prod-{host}").urn]
+
+
 class TestKubeletSkewInPreview:
     def test_a_tenant_version_a_hosts_kubelet_cannot_serve_fails_the_preview(self, prod_config):
         config, secret_keys = prod_config

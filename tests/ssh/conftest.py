@@ -54,6 +54,8 @@ def box(sshd: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
     monkeypatch.setattr(host_join, "MODULES_BUILTIN", str(sshd.host / "modules.builtin"))
     # The host's tools are the stand-ins and sysbin only, sudo's secure_path included.
     monkeypatch.setattr(host_join, "HOST_PATH_EXTRA", str(sshd.sysbin))
+    # A kubelet set up by another installer: the sandbox's file, which a test may write.
+    monkeypatch.setattr(host_join, "KUBELET_NODE_CONFIG", str(sshd.host / "kubelet-config.yaml"))
     yield sshd
     secrets = {"the admin credential": ADMIN_CREDENTIAL}
     for number, minted in enumerate(sshd.minted()):

@@ -80,6 +80,9 @@ case "$1" in
         "none of the public keys" "$(cat "$S/ca-pin")" >&2
       exit 1
     fi
+    if [ -f "$S/preflight-fails" ]; then
+      echo "[ERROR Port-10250]: Port 10250 is in use" >&2; exit 1
+    fi
     touch "$S/join-started"
     [ -f "$S/join-slow" ] && sleep "$(cat "$S/join-slow")"
     mkdir -p /etc/kubernetes/pki && cp "$S/ca.pem" /etc/kubernetes/pki/ca.crt
@@ -135,7 +138,11 @@ printf 'timedatectl %s\\n' "$*" >> @STATE@/argv.log
 if [ -f @STATE@/clock-unsynchronized ]; then echo no; else echo yes; fi
 """,
     "iptables": "#!/bin/sh\nexit 0\n",
-    "ip": "#!/bin/sh\nexit 0\n",
+    # `ip -o addr show`: the host's addresses, loopback's among them (the sandbox's host address).
+    "ip": """#!/bin/sh
+[ "$*" = "-o addr show" ] && echo "1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever"
+exit 0
+""",
     "nsenter": "#!/bin/sh\nexit 0\n",
     # `nvidia-smi --query-gpu=name --format=csv,noheader`: one line per card.
     "nvidia-smi": """#!/bin/sh
@@ -368,6 +375,7 @@ class Sandbox:
                     shutil.rmtree(child)
                 else:
                     child.unlink()
+        (self.host / "kubelet-config.yaml").unlink(missing_ok=True)
         for name, text in TOOLS.items():
             self.tool(name, text)
         kubectl = self.local_bin / "kubectl"

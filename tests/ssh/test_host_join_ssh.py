@@ -95,9 +95,21 @@ def leave(box: Sandbox, host: HostConfig, bastion_key: str | None = None,
                      **environment(box, host, bastion_key, **env))
 
 
-def marker(owner: host_join.Ownership, node: str, ca: str) -> str:
+def marker(owner: host_join.Ownership, node: str, ca: str, join_id: str = "20261201T090000Z-0a1b2c3d") -> str:
     """A marker as a join writes it."""
-    return f"{owner.marker(tenant_config())}\nnode={node}\nca={ca_pin.ca_cert_hash(ca)}\n"
+    return f"{owner.marker(tenant_config())}\nnode={node}\nca={ca_pin.ca_cert_hash(ca)}\njoin={join_id}\n"
+
+
+def marked(box: Sandbox) -> tuple[str, str]:
+    """The host's marker but its join id, and its join id."""
+    lines = (box.marker() or "").splitlines()
+    assert lines and lines[-1].startswith("join="), lines
+    return "\n".join(lines[:-1]) + "\n", lines[-1].removeprefix("join=")
+
+
+def owned(owner: host_join.Ownership, node: str, ca: str) -> str:
+    """What `marked` gives for a host `owner` joined as `node` to the control plane of `ca`."""
+    return marker(owner, node, ca).rsplit("join=", 1)[0]
 
 
 def host_files(box: Sandbox) -> dict[str, str]:
@@ -158,6 +170,9 @@ class TestJoin:
         assert f'- "{ca_pin.ca_cert_hash(box.ca)}"' in config
         assert f'apiServerEndpoint: "{box.endpoint}"' in config
         assert "apiVersion: kubeadm.k8s.io/v1beta4" in config and "name: gpu-host-1" in config
+        # The runtime the prerequisites found, and the address SSH reaches as the node's IP.
+        assert f"  criSocket: {host_join.CRI_SOCKETS['containerd']}\n" in config
+        assert '  kubeletExtraArgs:\n  - name: node-ip\n    value: "127.0.0.1"\n' in config
         given = (box.state / "join-caller").read_text() + (box.state / "join-env").read_text()
         assert token not in given and "client-key-data" not in given and "users:" not in given
         assert not any(ADMIN_CREDENTIAL in text for text in host_files(box).values())
@@ -165,7 +180,10 @@ class TestJoin:
         assert joined.endswith("--node-name gpu-host-1")
         # Nothing of the session stays on the host; the marker says whose node it is.
         assert list(box.remote_tmp.iterdir()) == []
-        assert box.marker() == marker(OWNER, "gpu-host-1", box.ca)
+        text, join_id = marked(box)
+        assert text == owned(OWNER, "gpu-host-1", box.ca)
+        assert re.fullmatch(r"[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}", join_id)
+        assert host_join.join_id(result.stdout) == join_id
         assert (box.host / "kubernetes" / "pki" / "ca.crt").read_text() == box.ca
 
     def test_a_kubelet_that_is_not_enabled_is_enabled_so_the_node_survives_a_reboot(self, box):
@@ -182,6 +200,8 @@ class TestJoin:
         assert "already joined" in again.stdout
         assert len(kubeadm_calls(box, "join")) == 1 and not kubeadm_calls(box, "reset")
         assert_token_gone(box)
+        # The same join: `<tenant>-<host>` and the GPU registration stay as they are.
+        assert host_join.join_id(again.stdout) == host_join.join_id(box.runs[0].stdout) != ""
 
     def test_a_tenant_api_that_does_not_answer_stops_before_a_token_or_the_host(self, box):
         (box.tenant / "unreachable").write_text("")
@@ -225,6 +245,15 @@ class TestJoin:
         assert host_files(box) == before
         (box.state / "join-fails").unlink()
         assert join(box, worker(box)).returncode == 0, "the next run does not start clean"
+
+    def test_a_join_kubeadm_refused_in_its_preflight_resets_nothing(self, box):
+        box.write_state("preflight-fails", "")
+        result = join(box, worker(box))
+        assert result.returncode == 1
+        assert "kubeadm join of host gpu-host-1 failed (kubeadm stopped before changing the host)" \
+            in result.stderr
+        assert not kubeadm_calls(box, "reset")
+        assert_token_gone(box)
 
     def test_a_ca_pin_that_is_not_the_tenants_fails_the_join(self, box):
         """kubeadm's discovery refuses a control plane whose CA is not pinned (here: the pin of
@@ -330,11 +359,26 @@ class TestWhoseHost:
         assert "the host is not this stack's node of the tenant's control plane" in gone.stderr
         assert host_files(box) == before
 
-    def test_another_stacks_marker_is_refused_even_with_this_control_planes_ca(self, box):
-        box.joined(marker(OTHER_STACK, "gpu-host-1", box.ca))
+    def test_another_stacks_marker_with_another_pin_is_refused_even_with_this_ca_on_disk(self, box):
+        other = sandbox.make_ca(box.root / "other-ca.pem", "another control plane's CA")
+        box.joined(marker(OTHER_STACK, "gpu-host-1", other))
         result = join(box, worker(box))
         assert result.returncode == 1 and "is a node of something else" in result.stderr
         assert not kubeadm_calls(box, "reset")
+
+    def test_after_a_stack_rename_this_control_planes_host_is_kept_and_remarked(self, box):
+        """`pulumi stack rename`: the marker names the old stack, but the tenant, the node and the
+        control plane's pin are this stack's: the host is adopted, not reset."""
+        box.joined(marker(OTHER_STACK, "gpu-host-1", box.ca, "20261101T000000Z-00aa11bb"))
+        result = join(box, worker(box))
+        assert result.returncode == 0, result.output
+        assert f"(its marker named {OTHER_STACK.marker(tenant_config())}; now this stack)" in result.stdout
+        assert not kubeadm_calls(box, "reset") and not kubeadm_calls(box, "join")
+        assert marked(box) == (owned(OWNER, "gpu-host-1", box.ca), "20261101T000000Z-00aa11bb")
+        # And such a host's leave resets it.
+        box.joined(marker(OTHER_STACK, "gpu-host-1", box.ca))
+        gone = leave(box, worker(box))
+        assert gone.returncode == 0 and not is_joined(box), gone.output
 
     def test_a_node_of_another_cluster_is_never_reset(self, box):
         """Joined, but not by this platform (no marker: a mistyped address, a machine in use), or
@@ -357,7 +401,7 @@ class TestWhoseHost:
         assert "resetting it to join again" in result.stdout
         log = box.argv_log()
         assert log.index("kubeadm reset -f") < log.index(kubeadm_calls(box, "join")[0])
-        assert box.marker() == marker(OWNER, "gpu-host-1", box.ca)
+        assert marked(box)[0] == owned(OWNER, "gpu-host-1", box.ca)
 
     def test_a_node_the_tenant_lost_is_reset_and_joins_again(self, box):
         """kubernetes/kubernetes#116485: a kubelet whose Node was deleted never registers it
@@ -368,21 +412,30 @@ class TestWhoseHost:
         assert result.returncode == 0, result.output
         assert "or its Node is gone (absent); resetting it to join again" in result.stdout
         assert kubeadm_calls(box, "reset") and kubeadm_calls(box, "join")
+        # A new join: `<tenant>-<host>` is replaced, and the GPU registration with it.
+        assert host_join.join_id(result.stdout) not in ("", "20261201T090000Z-0a1b2c3d")
 
-    def test_a_renamed_host_is_reset_and_joins_as_its_new_name(self, box):
-        box.joined(marker(OWNER, "old-name", box.ca))
-        result = join(box, worker(box))
+    def test_a_renamed_host_joins_as_its_new_name_and_the_old_names_leave_leaves_it(self, box):
+        """Renamed in the config: the new name's resources join it first, then the old name's
+        leave is deleted, at the end of the same `up`: it must not reset the node just joined."""
+        box.joined(marker(OWNER, "gpu-host-1", box.ca))
+        result = join(box, worker(box, name="gpu-host-2"))
         assert result.returncode == 0, result.output
-        assert "host gpu-host-1 was joined to tenant team-a as old-name" in result.stdout
-        assert box.marker() == marker(OWNER, "gpu-host-1", box.ca)
+        assert "host gpu-host-2 was joined to tenant team-a as gpu-host-1" in result.stdout
+        assert marked(box)[0] == owned(OWNER, "gpu-host-2", box.ca)
+        gone = leave(box, worker(box))
+        assert gone.returncode == 0, gone.output
+        assert "the host is not this stack's node of the tenant's control plane" in gone.stderr
+        assert is_joined(box) and marked(box)[0] == owned(OWNER, "gpu-host-2", box.ca)
 
     def test_a_host_0_1_0_joined_gets_the_new_marker_and_is_left_joined(self, box):
         box.joined(host_join.legacy_marker(tenant_config()) + "\n")
         result = join(box, worker(box))
         assert result.returncode == 0, result.output
-        assert "already joined to tenant team-a (its marker now names the stack)" in result.stdout
+        legacy = host_join.legacy_marker(tenant_config())
+        assert f"already joined to tenant team-a (its marker named {legacy}; now this stack)" in result.stdout
         assert not kubeadm_calls(box, "reset") and not kubeadm_calls(box, "join")
-        assert box.marker() == marker(OWNER, "gpu-host-1", box.ca)
+        assert marked(box) == (owned(OWNER, "gpu-host-1", box.ca), "adopted")
 
     def test_an_already_joined_node_is_not_checked_again(self, box):
         """A re-run (an input of the join changed) on a working node whose tools changed since."""
@@ -438,6 +491,24 @@ class TestPrerequisites:
         assert [line.split()[1] for line in box.argv_log() if line.startswith("kubeadm")] == ["version"]
         assert list(box.remote_tmp.iterdir()) == []
         assert_token_gone(box)
+
+    def test_a_kubelet_kubeadm_did_not_join_here_is_refused_untouched(self, box, monkeypatch):
+        """Another installer's node at a mistyped address: its kubelet configuration, or something
+        on the kubelet's port, and no kubeadm kubelet.conf."""
+        (box.host / "kubelet-config.yaml").write_text("kind: KubeletConfiguration\n")
+        result = join(box, worker(box))
+        assert result.returncode == 1
+        assert f"  - a kubelet is set up on the host ({box.host}/kubelet-config.yaml) that kubeadm did not " \
+            "join here" in result.stderr
+        (box.host / "kubelet-config.yaml").unlink()
+        listener = sandbox.Listener()
+        monkeypatch.setattr(host_join, "KUBELET_PORT", listener.port)
+        try:
+            result = join(box, worker(box))
+        finally:
+            listener.close()
+        assert f"  - something listens on the kubelet's port {listener.port}" in result.stderr
+        assert not kubeadm_calls(box, "join") and not kubeadm_calls(box, "reset")
 
     def test_no_container_runtime_and_no_tools(self, box):
         (box.state / "active-containerd").unlink()

@@ -21,40 +21,51 @@ redact() { @redact@; }
 marker=@marker@
 # The tenant's CA, as PEM without line breaks, as the join sends it and as the node has it.
 want=$(printf '%s' "$ca_data" | base64 -d 2>/dev/null | tr -d '\r\n' || true)
-# Joined already: this platform's node of this tenant, by its control plane's CA, as this node,
-# and the tenant still has the Node: nothing to check or change. First, so that a re-run never
-# fails a working node over a prerequisite that changed since its join.
+# The marker a join writes: whose node, as which node, of which control plane, and this join's id
+# (a new one at each join: `<tenant>-<host>` is replaced when it changes, so a rejoined host's
+# new Node gets the platform's registration again).
+mark() {
+  printf '%s\nnode=%s\nca=%s\njoin=%s\n' "$marker" "$node" "$ca_hash" "$1" > @join_marker@
+  printf 'join: %s\n' "$1"
+}
 if [ -f @kubelet_config@ ]; then
   have=$(tr -d '\r\n' < @node_ca_cert@ 2>/dev/null || true)
   owner=$(head -n 1 @join_marker@ 2>/dev/null || true)
   joined_as=$(sed -n 's/^node=//p' @join_marker@ 2>/dev/null || true)
+  joined_pin=$(sed -n 's/^ca=//p' @join_marker@ 2>/dev/null || true)
+  join_id=$(sed -n 's/^join=//p' @join_marker@ 2>/dev/null || true)
   same_ca=""
   [ -n "$want" ] && [ "$want" = "$have" ] && same_ca=1
-  if [ -n "$same_ca" ] && [ "$node_state" = present ]; then
-    if [ "$owner" = "$marker" ] && [ "$joined_as" = "$node" ]; then
-      echo "host $node already joined to tenant @tenant@"; exit 0
-    fi
-    if [ "$owner" = @legacy_marker@ ]; then
-      # Joined by the platform's 0.1.0, whose marker named the tenant only: the CA proves it is
-      # this control plane's node; the marker now says whose.
-      printf '%s\nnode=%s\nca=%s\n' "$marker" "$node" "$ca_hash" > @join_marker@
-      echo "host $node already joined to tenant @tenant@ (its marker now names the stack)"; exit 0
-    fi
+  # This stack's node of the tenant: its marker; or, joined to this control plane (its CA), a
+  # marker of 0.1.0 or none, or one of this tenant whose pin is this control plane's (the stack or
+  # project renamed since). Anything else (another stack's tenant of the same name, another
+  # cluster, a mistyped address) is refused untouched.
+  ours=""
+  if [ "$owner" = "$marker" ]; then
+    ours=1
+  elif [ -n "$same_ca" ]; then
+    case "$owner" in
+      @stack_marker_prefix@*)
+        [ "$joined_pin" = "$ca_hash" ] && [ "${owner##* tenant=}" = @tenant@ ] && ours=1 ;;
+      *) ours=1 ;;
+    esac
   fi
-  # Only this stack's node of this tenant (its marker, or this control plane's CA under no other
-  # stack's marker) is reset and joined again (a replaced control plane, a renamed host, a Node
-  # the tenant lost); a node of anything else (another stack's tenant of the same name, another
-  # cluster, a mistyped address) is never touched.
-  foreign=""
-  case "$owner" in
-    "$marker") ;;
-    @stack_marker_prefix@*) foreign=1 ;;
-    *) [ -n "$same_ca" ] || foreign=1 ;;
-  esac
-  if [ -n "$foreign" ]; then
+  if [ -z "$ours" ]; then
     echo "host $node is a node of something else (@join_marker@: ${owner:-none}); it is left as it is." \
       "If it should join tenant @tenant@ of this stack, reset it by hand first (kubeadm reset -f)." >&2
     exit 1
+  fi
+  # Joined already, to this control plane, as this node (0.1.0 joined every host under its name),
+  # and the tenant has the Node: nothing to check or change, but the marker made this stack's.
+  # First, so that a re-run never fails a working node over a prerequisite that changed since.
+  if [ -n "$same_ca" ] && [ "$node_state" = present ] \
+      && { [ "$joined_as" = "$node" ] || [ -z "$joined_as" ]; }; then
+    if [ "$owner" = "$marker" ] && [ -n "$join_id" ]; then
+      echo "host $node already joined to tenant @tenant@"
+      printf 'join: %s\n' "$join_id"; exit 0
+    fi
+    echo "host $node already joined to tenant @tenant@ (its marker named ${owner:-nobody}; now this stack)"
+    mark "${join_id:-adopted}"; exit 0
   fi
 fi
 @prerequisites@
@@ -66,9 +77,22 @@ if [ -f @kubelet_config@ ]; then
 fi
 api=v1beta4
 [ "$kubeadm_minor" -ge @v1beta4_minor@ ] || api=v1beta3
+# The runtime the prerequisites found: with two CRI sockets kubeadm would refuse to guess.
+cri_socket=@containerd_socket@
+[ "$runtime" = crio ] && cri_socket=@crio_socket@
+# The node's address is the one SSH reaches and the control plane admits, when the host has it;
+# else the kubelet takes its default route's, which on a host with several networks may be one
+# the other nodes do not reach (kindnet routes pod ranges via the nodes' InternalIP).
+node_ip=""
+if ip -o addr show 2>/dev/null | grep -q " inet @address@/"; then
+  node_ip=@address@
+else
+  echo "note: no interface of the host has @address@; the kubelet chooses the node's IP"
+fi
 # The token in a 0600 file, not on kubeadm's command line. --node-name may be combined with
 # --config (kubeadm v1.35.4 validation.isAllowedFlag) and wins over nodeRegistration.name.
-cat > "$tmp/join.yaml" <<EOF
+{
+  cat <<EOF
 apiVersion: kubeadm.k8s.io/$api
 kind: JoinConfiguration
 discovery:
@@ -79,18 +103,33 @@ discovery:
     - "$ca_hash"
 nodeRegistration:
   name: $node
+  criSocket: $cri_socket
 EOF
+  # kubeletExtraArgs: a list of name/value in v1beta4, a map in v1beta3.
+  if [ -n "$node_ip" ] && [ "$api" = v1beta4 ]; then
+    printf '  kubeletExtraArgs:\n  - name: node-ip\n    value: "%s"\n' "$node_ip"
+  elif [ -n "$node_ip" ]; then
+    printf '  kubeletExtraArgs:\n    node-ip: "%s"\n' "$node_ip"
+  fi
+} > "$tmp/join.yaml"
 token=""
 if ! output=$(kubeadm join --config "$tmp/join.yaml" --node-name "$node" 2>&1); then
-  if reset_report=$(reset_host); then
-    reset_report="the host was reset, so the next run starts clean"
+  # Reset only what this join set up: kubeadm writes the CA and bootstrap-kubelet.conf after
+  # its preflight checks, so one that stopped there changed nothing (a kubelet of something else
+  # at a mistyped address stays as it was).
+  if [ -f @node_ca_cert@ ] || [ -f @bootstrap_kubelet_config@ ] || [ -f @kubelet_config@ ]; then
+    if reset_report=$(reset_host); then
+      reset_report="the host was reset, so the next run starts clean"
+    fi
+  else
+    reset_report="kubeadm stopped before changing the host"
   fi
   printf 'kubeadm join of host %s failed (%s):\n%s\n' "$node" "$reset_report" "$output" | redact >&2
   exit 1
 fi
-printf '%s\nnode=%s\nca=%s\n' "$marker" "$node" "$ca_hash" > @join_marker@
 # The node must come back after a reboot; kubeadm only warns when the kubelet is not enabled.
 if ! systemctl is-enabled --quiet kubelet 2>/dev/null; then
   systemctl enable kubelet >/dev/null 2>&1 && echo "enabled kubelet.service (it starts at boot)"
 fi
 echo "joined $node to tenant @tenant@"
+mark "$(date -u +%Y%m%dT%H%M%SZ)-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"

@@ -76,6 +76,15 @@ reach() {
     return 2
   fi
 }
+# Not joined by kubeadm, yet a kubelet is set up or listening (another installer's node, at a
+# mistyped address?): kubeadm's preflight would refuse it, and nothing here may reset it.
+if [ ! -f @kubelet_config@ ]; then
+  if [ -f @kubelet_node_config@ ]; then
+    miss 'a kubelet is set up on the host (@kubelet_node_config@) that kubeadm did not join here: it may be a node of another cluster; if not, reset it first (kubeadm reset -f)'
+  elif reach 127.0.0.1 @kubelet_port@; then
+    miss 'something listens on the kubelet'"'"'s port @kubelet_port@: a kubelet of another cluster? Stop it first'
+  fi
+fi
 for target in "$endpoint" "$konnectivity"; do
   reach "${target%:*}" "${target##*:}" && continue
   case $? in
