@@ -44,6 +44,8 @@ def test_a_pinned_host_key_is_strictly_checked_in_its_own_known_hosts():
     text = " ".join(host_ssh.ssh_words(ROOT_HOST))
     assert '-o StrictHostKeyChecking=yes -o UserKnownHostsFile="$KHP_SSH_DIR/host.known_hosts"' in text
     assert "StrictHostKeyChecking=no" not in text
+    # Only that key: not also one the Pulumi host's /etc/ssh/ssh_known_hosts lists for the address.
+    assert '"$KHP_SSH_DIR/host.known_hosts" -o GlobalKnownHostsFile=/dev/null' in text
     files = host_ssh.key_files(BASTION_HOST)
     assert f"'[10.0.0.4]:2222 {HOST_KEY}' > \"$KHP_SSH_DIR/host.known_hosts\"" in files
     assert f"'[10.0.0.1]:2200 {BASTION_KEY}' > \"$KHP_SSH_DIR/bastion.known_hosts\"" in files
