@@ -23,10 +23,10 @@ marker=@marker@
 want=$(printf '%s' "$ca_data" | base64 -d 2>/dev/null | tr -d '\r\n' || true)
 # The marker a join writes: whose node, as which node, of which control plane, and this join's id
 # (a new one at each join: `<tenant>-<host>` is replaced when it changes, so a rejoined host's
-# new Node gets the platform's registration again).
+# new Node gets the platform's registration again). Written before anything is printed: a write to
+# a session that is gone ends the script.
 mark() {
   printf '%s\nnode=%s\nca=%s\njoin=%s\n' "$marker" "$node" "$ca_hash" "$1" > @join_marker@
-  printf 'join: %s\n' "$1"
 }
 if [ -f @kubelet_config@ ]; then
   have=$(tr -d '\r\n' < @node_ca_cert@ 2>/dev/null || true)
@@ -64,8 +64,9 @@ if [ -f @kubelet_config@ ]; then
       echo "host $node already joined to tenant @tenant@"
       printf 'join: %s\n' "$join_id"; exit 0
     fi
+    mark "${join_id:=adopted}"
     echo "host $node already joined to tenant @tenant@ (its marker named ${owner:-nobody}; now this stack)"
-    mark "${join_id:-adopted}"; exit 0
+    printf 'join: %s\n' "$join_id"; exit 0
   fi
 fi
 @prerequisites@
@@ -127,9 +128,13 @@ if ! output=$(kubeadm join --config "$tmp/join.yaml" --node-name "$node" 2>&1); 
   printf 'kubeadm join of host %s failed (%s):\n%s\n' "$node" "$reset_report" "$output" | redact >&2
   exit 1
 fi
+join_id="$(date -u +%Y%m%dT%H%M%SZ)-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
+mark "$join_id"
 # The node must come back after a reboot; kubeadm only warns when the kubelet is not enabled.
+enabled=""
 if ! systemctl is-enabled --quiet kubelet 2>/dev/null; then
-  systemctl enable kubelet >/dev/null 2>&1 && echo "enabled kubelet.service (it starts at boot)"
+  systemctl enable kubelet >/dev/null 2>&1 && enabled="enabled kubelet.service (it starts at boot)"
 fi
+[ -z "$enabled" ] || echo "$enabled"
 echo "joined $node to tenant @tenant@"
-mark "$(date -u +%Y%m%dT%H%M%SZ)-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
+printf 'join: %s\n' "$join_id"
