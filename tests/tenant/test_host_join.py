@@ -64,53 +64,15 @@ class TestWhatTheHostGets:
         script = remote()
         assert "trap 'rm -rf \"$tmp\"' EXIT\ntrap 'exit 1' HUP INT TERM PIPE" in script
 
-    def test_the_ca_is_pinned_and_the_node_named(self):
-        script = remote()
-        assert '    caCertHashes:\n    - "$ca_hash"' in script and "  name: $node" in script
-
 
 class TestWhoseNodeIsTheHost:
+    """Which host is reset, adopted or refused: the ssh tier's TestWhoseHost runs it."""
+
     def test_the_marker_names_the_stack_the_management_cluster_and_the_tenant(self):
         assert OWNER.marker(tenant(ROOT_HOST)) == (
             "kamaji-hami-platform stack=platform/prod management=mgmt tenant=team-a")
         script = remote()
         assert "marker='kamaji-hami-platform stack=platform/prod management=mgmt tenant=team-a'" in script
-        written = (f"printf '%s\\nnode=%s\\nca=%s\\njoin=%s\\n' \"$marker\" \"$node\" \"$ca_hash\" \"$1\" "
-                   f"> {host_join.JOIN_MARKER}")
-        assert written in script
-
-    def test_only_this_stacks_node_or_this_control_planes_is_ever_reset(self):
-        """Another stack's marker is refused unless it names this tenant and this control plane's
-        pin (a renamed stack); no marker or 0.1.0's needs this control plane's CA; the refusal
-        comes before any reset."""
-        script = remote()
-        owner = script[script.index('  ours=""\n'):]
-        owner = owner[:owner.index('  if [ -z "$ours" ]; then')]
-        assert 'if [ "$owner" = "$marker" ]; then\n    ours=1\n  elif [ -n "$same_ca" ]; then' in owner
-        assert (f"      '{host_join.STACK_MARKER_PREFIX}'*)\n"
-                '        [ "$joined_pin" = "$ca_hash" ] && [ "${owner##* tenant=}" = team-a ] && ours=1 ;;'
-                in owner)
-        refusal = script[script.index('  if [ -z "$ours" ]; then'):]
-        refusal = refusal[:refusal.index("  fi\n")]
-        assert "it is left as it is" in refusal and "exit 1" in refusal
-        assert script.index(refusal) < script.index("reset_host >&2 || exit 1")
-
-    def test_already_joined_needs_the_ca_the_node_name_and_the_node(self):
-        script = remote()
-        assert ('if [ -n "$same_ca" ] && [ "$node_state" = present ] \\\n'
-                '      && { [ "$joined_as" = "$node" ] || [ -z "$joined_as" ]; }; then') in script
-
-    def test_a_failed_join_resets_only_what_kubeadm_set_up(self):
-        script = remote()
-        assert (f'if [ -f {host_join.NODE_CA_CERT} ] || [ -f {host_join.BOOTSTRAP_KUBELET_CONFIG} ] '
-                f'|| [ -f {host_join.KUBELET_CONFIG} ]; then') in script
-        assert 'reset_report="kubeadm stopped before changing the host"' in script
-
-    def test_the_runtimes_socket_and_the_hosts_address_are_the_nodes(self):
-        script = remote()
-        assert f"cri_socket={host_join.CRI_SOCKETS['containerd']}" in script
-        assert f"[ \"$runtime\" = crio ] && cri_socket={host_join.CRI_SOCKETS['crio']}" in script
-        assert 'grep -q " inet 10.0.0.2/"' in script and "node_ip=10.0.0.2" in script
 
 
 class TestTheJoinFromHere:

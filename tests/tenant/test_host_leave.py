@@ -34,17 +34,6 @@ def test_the_reset_runs_through_sudo_and_the_manual_command_crosses_the_bastion(
         "/etc/cni/net.d/10-kindnet.conflist /etc/kubernetes/kamaji-hami-platform-tenant'")
 
 
-def test_only_this_stacks_node_of_this_control_plane_is_reset():
-    script = host_leave.host_reset_script(TENANT, OWNER)
-    marker = "'kamaji-hami-platform stack=platform/prod management=mgmt tenant=team-a'"
-    assert f'[ "$owner" = {marker} ]' in script
-    assert '[ "$joined_pin" = "$want_pin" ]' in script
-    # 0.1.0's marker names the tenant only: its CA digest decides.
-    assert "[ \"$owner\" = 'kamaji-hami-platform tenant team-a' ]" in script
-    assert f"exit {host_leave.HOST_FOREIGN}" in script
-    assert script.index(f"exit {host_leave.HOST_FOREIGN}") < script.index("kubeadm reset -f 2>&1")
-
-
 def test_the_leave_passes_the_ca_pin_and_digest_it_knows():
     script = leave()
     assert f"ca_pin=${{{host_join.CA_HASH_ENV}:-none}}" in script
