@@ -8,11 +8,19 @@ Layout of the subnet, in quarters:
     quarters 1-2   worker addresses: a block of 128 per tenant (`tenants[i].addressBlock`),
                    worker i at the block's address 1 + i
     quarter 3      MetalLB: by default the 51 addresses just below the broadcast address
+
+A tenant with its own network (`tenants[i].workerNetwork: own`, the default) has a /24 of
+`management.tenantSubnet` instead (the `addressBlock`-th), which no other tenant's container is on:
+
+    .0/28          Docker's own dynamic addresses: the gateway (this host) at .1, the kind node
+    .16 + i        worker i
+    .250           the tenant's API address (MetalLB, announced by the kind node on that network)
 """
 
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kamaji_hami_platform import names
@@ -73,6 +81,62 @@ class NetworkLayout:
     def default_pool_range(self) -> str:
         start, end = (self.subnet.broadcast_address - offset for offset in _POOL_OFFSET_FROM_BROADCAST)
         return f"{start}-{end}"
+
+
+TENANT_NETWORK_PREFIX = 24
+MAX_TENANT_SUBNET_PREFIX = TENANT_NETWORK_PREFIX  # a /24 holds one tenant's network
+_TENANT_DYNAMIC_PREFIX = 28
+_TENANT_FIRST_WORKER = 16
+_TENANT_API_FROM_BROADCAST = 5
+
+
+@dataclass(frozen=True)
+class TenantNetwork:
+    """A tenant's own Docker network: its subnet, and where each kind of address lives in it."""
+
+    subnet: ipaddress.IPv4Network
+
+    @property
+    def gateway(self) -> ipaddress.IPv4Address:
+        """This host's address on the network (Docker's default: the first one)."""
+        return self.subnet.network_address + 1
+
+    @property
+    def dynamic_range(self) -> ipaddress.IPv4Network:
+        """What Docker hands out itself (`--ip-range`): the gateway, the kind node."""
+        return next(self.subnet.subnets(new_prefix=_TENANT_DYNAMIC_PREFIX))
+
+    def worker_address(self, index: int) -> str:
+        if not 0 <= index < names.MAX_WORKERS:
+            raise ValueError(f"worker index {index} is outside 0..{names.MAX_WORKERS - 1}")
+        return str(self.subnet.network_address + _TENANT_FIRST_WORKER + index)
+
+    @property
+    def api_address(self) -> str:
+        """The tenant API's LoadBalancer address: MetalLB's only address for this tenant."""
+        return str(self.subnet.broadcast_address - _TENANT_API_FROM_BROADCAST)
+
+
+def tenant_networks(tenant_subnet: str) -> int:
+    """How many tenants' own networks `management.tenantSubnet` holds."""
+    return 2 ** (TENANT_NETWORK_PREFIX - ipaddress.IPv4Network(tenant_subnet).prefixlen)
+
+
+def tenant_network(tenant_subnet: str, block: int) -> TenantNetwork:
+    """The own network of the tenant with this `addressBlock`: the block-th /24 of the subnet."""
+    count = tenant_networks(tenant_subnet)
+    if not 0 <= block < count:
+        raise ValueError(f"address block {block} is outside 0..{count - 1}")
+    first = ipaddress.IPv4Network(tenant_subnet).network_address + block * 2 ** (32 - TENANT_NETWORK_PREFIX)
+    return TenantNetwork(ipaddress.IPv4Network(f"{first}/{TENANT_NETWORK_PREFIX}"))
+
+
+def source_ranges(addresses: Sequence[str], cidrs: Sequence[str]) -> list[str]:
+    """The fewest CIDRs that hold exactly these addresses and CIDRs (a LoadBalancer's
+    `loadBalancerSourceRanges`)."""
+    networks = [ipaddress.IPv4Network(f"{address}/32") for address in addresses]
+    networks += [ipaddress.IPv4Network(cidr) for cidr in cidrs]
+    return [str(net) for net in ipaddress.collapse_addresses(networks)]
 
 
 def layout(subnet: str) -> NetworkLayout:

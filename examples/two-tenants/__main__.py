@@ -18,6 +18,7 @@ from kamaji_hami_platform import (
 )
 
 settings = ManagementSettings(name="lab", docker_network="lab", docker_subnet="172.28.0.0/16",
+                              tenant_subnet="172.27.0.0/16",
                               kamaji_etcd_replicas=1)
 management = ManagementCluster("lab", ManagementClusterArgs(
     management=settings,

@@ -12,20 +12,33 @@ from typing import Any
 from kamaji_hami_platform import names, network
 from kamaji_hami_platform.config.model import ManagementConfig, SecretText, TenantConfig
 from kamaji_hami_platform.config.reading import Problems
-from kamaji_hami_platform.config.rules import MANAGEMENT_POD_CIDR, MANAGEMENT_SERVICE_CIDR, SSH_KEYS_KEY
+from kamaji_hami_platform.config.rules import (
+    LOAD_BALANCER,
+    MANAGEMENT_POD_CIDR,
+    MANAGEMENT_SERVICE_CIDR,
+    MAX_LOAD_BALANCER_SOURCE_RANGES,
+    SSH_KEYS_KEY,
+)
 
 
 def check_address_blocks(tenants: list[TenantConfig], management: ManagementConfig,
                           problems: Problems) -> None:
-    """Each tenant a block of worker addresses of its own, inside the network's worker region."""
-    blocks = network.layout(management.docker_subnet).blocks
+    """Each tenant a block of its own: a /24 of tenantSubnet for its own network, or a block of
+    worker addresses in the shared network's worker region (one numbering for both, so that a
+    tenant moved from one to the other can keep its number)."""
     owner: dict[int, str] = {}
     for index, tenant in enumerate(tenants):
         path = f"tenants[{index}].addressBlock"
+        if tenant.own_network:
+            key, subnet = "tenantSubnet", management.tenant_subnet
+            blocks, what = network.tenant_networks(subnet), "tenants' own networks"
+        else:
+            key, subnet = "dockerSubnet", management.docker_subnet
+            blocks, what = network.layout(subnet).blocks, "tenants' worker addresses"
         if tenant.address_block >= blocks:
             problems.add(path, f"{tenant.address_block} is outside 0..{blocks - 1}: "
-                               f"management.dockerSubnet {management.docker_subnet} holds {blocks} "
-                               "tenants' worker addresses; use a larger subnet", "address-block")
+                               f"management.{key} {subnet} holds {blocks} {what}; use a larger subnet",
+                         "address-block")
         elif tenant.address_block in owner:
             problems.add(path, f"{tenant.address_block} is also {owner[tenant.address_block]}'s: "
                                "each tenant needs its own", "address-block")
@@ -47,6 +60,12 @@ def check_overlaps(tenants: list[TenantConfig], management: ManagementConfig,
                 problems.add("management.dockerSubnet", f"{docker_subnet} overlaps {owner} ({other})",
                              "overlap")
         claimed.append(("management.dockerSubnet", docker_subnet))
+        tenant_subnet = ipaddress.ip_network(management.tenant_subnet)
+        for owner, other in claimed:
+            if tenant_subnet.overlaps(other):
+                problems.add("management.tenantSubnet", f"{tenant_subnet} overlaps {owner} ({other})",
+                             "overlap")
+        claimed.append(("management.tenantSubnet", tenant_subnet))
     for index, tenant in enumerate(tenants):
         for key, cidr in (("podCidr", tenant.pod_cidr), ("serviceCidr", tenant.service_cidr)):
             network = ipaddress.ip_network(cidr)
@@ -54,6 +73,40 @@ def check_overlaps(tenants: list[TenantConfig], management: ManagementConfig,
                 if network.overlaps(other):
                     problems.add(f"tenants[{index}].{key}", f"{cidr} overlaps {owner} ({other})", "overlap")
             claimed.append((f"tenants[{index}].{key}", network))
+
+
+def check_api_clients(tenants: list[TenantConfig], management: ManagementConfig, problems: Problems) -> None:
+    """Existing cluster, LoadBalancer: each tenant's Service admits only its hosts and apiClientCidrs
+    (loadBalancerSourceRanges, checked by kube-proxy before its masquerade), so a CIDR of
+    apiClientCidrs that holds a tenant's host would admit that host to every tenant's API; and
+    Kamaji takes at most 16 ranges."""
+    if management.is_kind or management.api_exposure != LOAD_BALANCER:
+        return
+    clients = [(index, ipaddress.ip_network(cidr)) for index, cidr in enumerate(management.api_client_cidrs)]
+    for tenant_index, tenant in enumerate(tenants):
+        for host_index, host in enumerate(tenant.hosts):
+            address = ipaddress.ip_address(host.address) if _is_ipv4(host.address) else None
+            for index, cidr in clients:
+                if address is not None and address in cidr:
+                    problems.add(f"management.apiClientCidrs[{index}]",
+                                 f"{cidr} holds tenants[{tenant_index}].hosts[{host_index}] "
+                                 f"({host.address}): "
+                                 "every tenant's API would admit that host; list narrower CIDRs (the "
+                                 "management nodes' and Pulumi's host's addresses)", "api-clients")
+        ranges = network.source_ranges([h.address for h in tenant.hosts if _is_ipv4(h.address)],
+                                       management.api_client_cidrs)
+        if len(ranges) > MAX_LOAD_BALANCER_SOURCE_RANGES:
+            problems.add(f"tenants[{tenant_index}].hosts",
+                         f"its {len(tenant.hosts)} hosts and management.apiClientCidrs make {len(ranges)} "
+                         f"source ranges; Kamaji's Service takes at most {MAX_LOAD_BALANCER_SOURCE_RANGES}: "
+                         "give hosts adjacent addresses, or fewer apiClientCidrs", "api-clients")
+
+
+def _is_ipv4(text: str) -> bool:
+    try:
+        return isinstance(ipaddress.ip_address(text), ipaddress.IPv4Address)
+    except ValueError:
+        return False
 
 
 def check_generated_names(management: ManagementConfig, raw_tenants: list[Any],

@@ -40,6 +40,8 @@ from kamaji_hami_platform.config.rules import (
     QUOTA_KEYS,
     RESERVED_NAMESPACES,
     SSH_KEYS_KEY,
+    WORKER_NETWORK_OWN,
+    WORKER_NETWORKS,
     Check,
 )
 
@@ -167,6 +169,12 @@ MANAGEMENT = Section("management", "The management cluster (kind on this machine
           "or management CIDR or another Docker network of the host; create-only",
           default=_MANAGEMENT_DEFAULTS.docker_subnet,
           cidr_prefix=(network.MIN_PREFIX, network.MAX_PREFIX)),
+    Field("tenantSubnet", "string", "kind: IPv4 subnet the tenants' own Docker networks are cut from, "
+          "/16 to /24, a /24 each (tenants[i].addressBlock picks which): the gateway and the kind node in "
+          "its first 16 addresses, worker i at .16+i, the tenant API at .250; must not overlap dockerSubnet, "
+          "any tenant or management CIDR or another Docker network of the host",
+          default=_MANAGEMENT_DEFAULTS.tenant_subnet,
+          cidr_prefix=(network.MIN_PREFIX, network.MAX_TENANT_SUBNET_PREFIX)),
     Field("metallbAddressRange", "string", "first-last IPv4 range for MetalLB; kind: inside the last "
           "quarter of dockerSubnet (default: that quarter's top 51 addresses); existing: any ordered range "
           "of the cluster's network, required when the platform installs MetalLB with LoadBalancer, refused "
@@ -294,9 +302,14 @@ TENANT = Section("tenant", "One tenant: its control plane, networks, workers and
     Field("hami", "object", "HAMi scheduler settings", nullable=True, ref=HAMI.name),
     Field("gpuQuotas", "object", "namespace of the tenant cluster -> its GPU quota", nullable=True,
           ref="gpuQuotas"),
-    Field("addressBlock", "integer", "which block of 128 worker addresses of the Docker network is this "
-          "tenant's, what its control plane admits (default: its position in tenants); create-only: pin it "
-          "before removing or inserting a tenant ahead of this one", minimum=0),
+    Field("addressBlock", "integer", "kind: which /24 of management.tenantSubnet is this tenant's own "
+          "network (workerNetwork own), or which block of 128 worker addresses of the shared Docker network "
+          "(workerNetwork shared); what its control plane admits (default: its position in tenants); "
+          "create-only: pin it before removing or inserting a tenant ahead of this one", minimum=0),
+    Field("workerNetwork", "string", "kind: own (a Docker network of the tenant's own, shared with no "
+          "other tenant: the isolation that holds against a tenant who is root on its workers) or shared "
+          "(the platform's network, where every tenant lived in 0.1.0: keep it for a tenant created "
+          "then); create-only", default=WORKER_NETWORK_OWN, enum=WORKER_NETWORKS),
     Field("gpuWorkloads", "array", "GPU workloads the tenant's teams will run: each preview says whether "
           "they fit", nullable=True, ref=GPU_WORKLOAD.name),
     Field("hosts", "array", "worker hosts joined over SSH (management mode existing), instead of workers",
@@ -345,8 +358,11 @@ CONFIG_KEYS = ROOT.keys
 # The validator tags each problem they find (ConfigError.code_only); the schema lists them.
 CODE_ONLY_RULES: Mapping[str, str] = {
     "overlap": "CIDRs must not overlap each other or kind's own pod and service CIDRs "
-               f"({MANAGEMENT_POD_CIDR}, {MANAGEMENT_SERVICE_CIDR}); the dockerSubnet neither",
-    "address-block": "each tenant's addressBlock is its own and inside management.dockerSubnet",
+               f"({MANAGEMENT_POD_CIDR}, {MANAGEMENT_SERVICE_CIDR}); dockerSubnet and tenantSubnet neither",
+    "address-block": "each tenant's addressBlock is its own and inside management.tenantSubnet (own "
+                     "network) or management.dockerSubnet (shared)",
+    "api-clients": "existing with LoadBalancer: no management.apiClientCidrs entry holds a tenant's host, "
+                   "and each tenant's hosts and apiClientCidrs make at most 16 source ranges",
     "duplicate-name": "tenant names are unique",
     "generated-names": "every name generated from management.name and tenant names (containers, "
                        "Secrets, Services) stays valid",

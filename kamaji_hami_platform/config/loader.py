@@ -11,6 +11,7 @@ import yaml
 
 from kamaji_hami_platform.config.cross_tenant import (
     check_address_blocks,
+    check_api_clients,
     check_duplicate_names,
     check_generated_names,
     check_hosts,
@@ -49,6 +50,7 @@ def parse_config(raw: Mapping[str, Any]) -> PlatformConfig:
         check_address_blocks(tenants, management, problems)
     check_generated_names(management, raw_tenants, tenants, problems)
     check_tenant_modes(raw_tenants, tenants, management, problems)
+    check_api_clients(tenants, management, problems)
     kubeconfig, ssh_keys = parse_secrets(raw, management, problems)
     check_hosts(raw_tenants, tenants, ssh_keys, problems)
     reference_pod = parse_reference_pod(raw.get("referencePod"), problems)

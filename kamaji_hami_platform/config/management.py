@@ -42,12 +42,14 @@ def parse_management(raw: Any, problems: Problems) -> ManagementConfig:
     install_metallb = _addon_install(obj, "metallb", problems)
     client_cidrs = _cidr_list(obj.get("apiClientCidrs"), "management.apiClientCidrs", problems)
     # As for a tenant: a name that breaks its text rule still counts for the generated names.
-    if "dockerSubnet" in invalid or any(values[key] is None for key in invalid if key != "mode"):
+    subnets_invalid = bool(invalid & {"dockerSubnet", "tenantSubnet"})
+    if subnets_invalid or any(values[key] is None for key in invalid if key != "mode"):
         return ManagementConfig(mode=mode)
     management = ManagementConfig(
         values["name"], values["nodeImage"], values["dockerNetwork"], values["dockerSubnet"], address_range,
         values["kamajiEtcdReplicas"], mode, values["kubeconfigContext"], values["kubeconfigFile"],
-        install_cert_manager, install_metallb, values["apiExposure"], values["nodePortAddress"], client_cidrs)
+        install_cert_manager, install_metallb, values["apiExposure"], values["nodePortAddress"], client_cidrs,
+        values["tenantSubnet"])
     check_management_mode(obj, management, problems)
     return management
 

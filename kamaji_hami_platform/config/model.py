@@ -11,7 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kamaji_hami_platform import names, network, versions
-from kamaji_hami_platform.config.rules import DEFAULT_NODE_LOCK_TIMEOUT, LOAD_BALANCER, MODE_KIND
+from kamaji_hami_platform.config.rules import (
+    DEFAULT_NODE_LOCK_TIMEOUT,
+    LOAD_BALANCER,
+    MODE_KIND,
+    WORKER_NETWORK_OWN,
+)
 
 
 @dataclass(frozen=True)
@@ -148,7 +153,8 @@ class TenantConfig:
     gpus: GpuPoolConfig | None
     hami: HamiConfig = field(default_factory=HamiConfig)
     gpu_quotas: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-    # Which /25 of the Docker network's worker addresses is this tenant's (docker_network.py).
+    # Which /25 of the Docker network's worker addresses (shared) or which /24 of tenantSubnet
+    # (own network) is this tenant's (network.py).
     address_block: int = 0
     gpu_workloads: tuple[GpuWorkloadConfig, ...] = ()
     # Worker hosts joined over SSH (management mode existing); `workers` is then their number.
@@ -156,6 +162,13 @@ class TenantConfig:
     # The Service's node ports when the management cluster exposes tenant APIs as NodePort.
     api_node_port: int | None = None
     konnectivity_node_port: int | None = None
+    # kind: a Docker network of its own (the default), or the platform's shared one (in 0.1.0).
+    worker_network: str = WORKER_NETWORK_OWN
+
+    @property
+    def own_network(self) -> bool:
+        """Its worker containers are on a Docker network of their own (kind, not hosts)."""
+        return not self.hosts and self.worker_network == WORKER_NETWORK_OWN
 
     @property
     def on_hosts(self) -> bool:
@@ -201,6 +214,8 @@ class ManagementConfig:
     # existing: where Pulumi's host and operators reach tenant APIs from (as the control plane
     # pods see them), besides each tenant's own worker hosts.
     api_client_cidrs: tuple[str, ...] = ()
+    # kind: where the tenants' own Docker networks are cut from, a /24 each (network.py).
+    tenant_subnet: str = "172.24.0.0/16"
 
     @property
     def is_kind(self) -> bool:

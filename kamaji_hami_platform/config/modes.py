@@ -78,9 +78,10 @@ def _check_tenant_mode(raw: Mapping[str, Any], tenant: TenantConfig, path: str,
         elif tenant.workers and not tenant.on_hosts:
             problems.add(path, "give hosts (machines reached over SSH), or workers: 0: in mode existing a "
                                "tenant has no container workers (workers defaults to 1)", "mode")
-        if "addressBlock" in raw:
-            problems.add(f"{path}.addressBlock", "is for mode kind (worker addresses on the platform's "
-                         "Docker network); a host's address is its own", "mode")
+        for key in ("addressBlock", "workerNetwork"):
+            if key in raw:
+                problems.add(f"{path}.{key}", "is for mode kind (worker containers on this machine's Docker "
+                             "networks); a host's address is its own", "mode")
     node_port = management.api_exposure == NODE_PORT and not management.is_kind
     for key, port in (("apiNodePort", tenant.api_node_port),
                       ("konnectivityNodePort", tenant.konnectivity_node_port)):

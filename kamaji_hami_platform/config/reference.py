@@ -244,8 +244,9 @@ program itself refuses a plain value.
 
 One stack per environment: `Pulumi.dev.yaml` for a laptop (two tenants, one worker and one mock
 A100 each), `Pulumi.ci.yaml` a small CI stack (one tenant, one worker, one card, one kamaji-etcd
-replica, its own kind cluster, Docker network `kamaji-hami-ci` and subnet `172.31.0.0/16`, so it
-runs beside dev and the live suite's lifecycle run's `172.29.0.0/16`; `make preview STACK=ci`),
+replica, its own kind cluster, Docker network `kamaji-hami-ci` and subnets `172.31.0.0/16` and
+`172.26.0.0/16` (its tenants' own networks), so it runs beside dev and the live suite's lifecycle
+run; `make preview STACK=ci`),
 and `examples/production/Pulumi.prod.yaml` an existing cluster with worker hosts and real GPUs
 (see [beyond one machine](../beyond-one-machine.md))."""
 

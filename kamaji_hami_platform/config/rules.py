@@ -60,6 +60,13 @@ MODES = (MODE_KIND, MODE_EXISTING)
 # (clastix/kamaji 26.8.2-edge api/v1alpha1 ServiceType).
 LOAD_BALANCER, NODE_PORT = "LoadBalancer", "NodePort"
 API_EXPOSURES = (LOAD_BALANCER, NODE_PORT)
+# Where a kind tenant's worker containers live: a Docker network of the tenant's own (no other
+# tenant's container shares its segment), or the platform's network all tenants shared in 0.1.0.
+WORKER_NETWORK_OWN, WORKER_NETWORK_SHARED = "own", "shared"
+WORKER_NETWORKS = (WORKER_NETWORK_OWN, WORKER_NETWORK_SHARED)
+# Kamaji 26.8.2-edge caps networkProfile.loadBalancerSourceRanges at 16 entries
+# (api/v1alpha1/tenantcontrolplane_types.go `MaxItems=16`).
+MAX_LOAD_BALANCER_SOURCE_RANGES = 16
 # kube-apiserver's default --service-node-port-range.
 NODE_PORT_MIN, NODE_PORT_MAX = 30000, 32767
 # The stack's secret keys: set with `pulumi config set --secret`, never read as plain text.
@@ -69,7 +76,7 @@ SECRET_CONFIG_KEYS = (MANAGEMENT_KUBECONFIG_KEY, SSH_KEYS_KEY)
 # The Pulumi stack file's form of an encrypted value (what the planner reads, never decrypts).
 SECURE_KEY = "secure"
 # Keys of `management` only a kind cluster has.
-KIND_ONLY_MANAGEMENT_KEYS = ("nodeImage", "dockerNetwork", "dockerSubnet")
+KIND_ONLY_MANAGEMENT_KEYS = ("nodeImage", "dockerNetwork", "dockerSubnet", "tenantSubnet")
 # Keys of `management` only an existing cluster has.
 EXISTING_ONLY_MANAGEMENT_KEYS = ("kubeconfigContext", "kubeconfigFile", "nodePortAddress", "apiClientCidrs")
 

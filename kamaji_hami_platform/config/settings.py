@@ -136,9 +136,13 @@ class TenantSettings(TypedDict):
     workers: NotRequired[int]
     """Worker nodes (default 1)."""
     address_block: NotRequired[int]
-    """Which block of the Docker network's worker addresses is the tenant's (in a stack file its
-    position by default; for a component 0 by default, and each tenant of one management cluster
-    needs its own: a KamajiTenant refuses a block another of the program holds)."""
+    """Which /24 of `tenant_subnet` (own network), or block of the shared Docker network's worker
+    addresses, is the tenant's (in a stack file its position by default; for a component 0 by
+    default, and each tenant of one management cluster needs its own: a KamajiTenant refuses a
+    block another of the program holds)."""
+    worker_network: NotRequired[str]
+    """kind: `own` (default: a Docker network of the tenant's own) or `shared` (the platform's
+    network, for a tenant created by 0.1.0)."""
     gpus: NotRequired[GpuPoolSettings]
     """The cards of each worker; none without it."""
     hami: NotRequired[HamiSettings]
@@ -191,6 +195,8 @@ class ManagementSettings(TypedDict, total=False):
     """The platform's Docker network (default `kamaji-hami`)."""
     docker_subnet: str
     """Its IPv4 subnet (default 172.30.0.0/16)."""
+    tenant_subnet: str
+    """Where the tenants' own Docker networks are cut from, a /24 each (default 172.24.0.0/16)."""
     metallb_address_range: str
     """The tenant API addresses MetalLB hands out (default: in the subnet's last quarter)."""
     kamaji_etcd_replicas: int
@@ -322,7 +328,7 @@ def management_settings(management: cfg.ManagementConfig) -> ManagementSettings:
     settings["cert_manager"] = {"install": settings.pop("install_cert_manager")}
     settings["metallb"] = {"install": settings.pop("install_metallb")}
     if not management.is_kind:  # their defaults stay in the config; mode existing refuses them given
-        for key in ("node_image", "docker_network", "docker_subnet"):
+        for key in ("node_image", "docker_network", "docker_subnet", "tenant_subnet"):
             settings.pop(key)
     return settings
 
@@ -345,6 +351,7 @@ def tenant_settings(tenant: cfg.TenantConfig) -> TenantSettings:
         settings["hosts"] = [_host_settings(host) for host in tenant.hosts]
         del settings["workers"]  # their number, given by the hosts
         del settings["address_block"]  # Docker addresses: a host has its own
+        del settings["worker_network"]
     return settings
 
 

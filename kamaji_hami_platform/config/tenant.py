@@ -48,7 +48,7 @@ def parse_tenant(raw: Any, index: int, models: Mapping[str, GpuModelConfig],
     return TenantConfig(values["name"], values["kubernetesVersion"], values["controlPlaneReplicas"],
                         values["podCidr"], values["serviceCidr"], workers, gpus, hami, quotas,
                         values["addressBlock"], workloads, hosts, values["apiNodePort"],
-                        values["konnectivityNodePort"])
+                        values["konnectivityNodePort"], values["workerNetwork"])
 
 
 def _ssh_endpoint(values: Mapping[str, Any], path: str, problems: Problems) -> SshEndpointConfig:

@@ -41,6 +41,7 @@ from kamaji_hami_platform.tenant import (
     host_ssh,
     node_admission,
     node_join,
+    own_network,
 )
 from kamaji_hami_platform.tenant import control_plane as tcp_render
 from kamaji_hami_platform.tenant.addresses import claim_worker_addresses
@@ -200,10 +201,19 @@ class KamajiTenant(pulumi.ComponentResource):
             pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=[namespace])))
         # Settings the tenant's running nodes keep from their join: refused in preview.
         self.create_only = create_only_guards(
-            name, tcp_render.create_only_settings(tenant), tcp_render.create_only_values(tenant),
+            name, tcp_render.create_only_settings(tenant),
+            tcp_render.create_only_values(tenant, management_settings),
             tcp_render.create_only_way_out(tenant), self)
-        self.control_plane = self._control_plane(name, management_settings, on_management,
-                                                 [namespace, *self.network_policies, *self.create_only])
+        # kind: the tenant's own Docker network, the kind node on it, and its API address there.
+        self.own_network: local.Command | None = None
+        self.api_address_pool: list[pulumi.CustomResource] = []
+        if management_settings.is_kind and tenant.own_network:
+            self.own_network, self.api_address_pool = self._own_network(
+                name, management_settings, on_management, after=self.create_only)
+            network = resource_inputs.ResourceInput(self.own_network, (self.own_network,))
+        self.control_plane = self._control_plane(
+            name, management_settings, on_management,
+            [namespace, *self.network_policies, *self.create_only, *self.api_address_pool])
         self.admin_secret = self._admin_kubeconfig_secret(name, management_provider)
         self.kubeconfig = pulumi.Output.secret(self.admin_secret.data.apply(decode_admin_kubeconfig))
         self.endpoint = pulumi.Output.unsecret(self.kubeconfig.apply(api_server_url))
@@ -294,6 +304,27 @@ class KamajiTenant(pulumi.ComponentResource):
                 protect=True)),
         )
 
+    def _own_network(self, name: str, management: ManagementConfig, on_management: pulumi.ResourceOptions,
+                     after: list[local.Command]) -> tuple[local.Command, list[pulumi.CustomResource]]:
+        """`<tenant>-network`: the tenant's Docker network with the kind node on it (removed after
+        every worker, the kind node detached first), and the MetalLB pool and announcement of the
+        tenant API's address on it (tenant/own_network.py). A new network replaces the workers."""
+        tenant = self.tenant
+        command = local.Command(
+            f"{name}-network",
+            create=own_network.create_script(tenant, management),
+            delete=own_network.delete_script(tenant, management),
+            triggers=[own_network.network_name(tenant, management),
+                      str(own_network.tenant_network(tenant, management).subnet)],
+            # The guards first: a refused change of network stops before anything is touched.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after))
+        pool = [kubernetes.apiextensions.CustomResource(
+            f"{name}-{obj['kind'].lower()}",
+            api_version=obj["apiVersion"], kind=obj["kind"], metadata=obj["metadata"], spec=obj["spec"],
+            opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=[command])))
+            for obj in own_network.metallb_objects(tenant, management)]
+        return command, pool
+
     def _admin_kubeconfig_secret(self, name: str,
                                  provider: pulumi.Input[kubernetes.Provider]) -> kubernetes.core.v1.Secret:
         secret_name = tcp_render.admin_kubeconfig_secret(self.tenant)
@@ -330,7 +361,7 @@ class KamajiTenant(pulumi.ComponentResource):
             # the new one instead of staying "already joined" to the old.
             # A changed container specification (flags, image, network) replaces it too:
             # for a joined worker the create script alone changes nothing.
-            triggers=[worker.name, worker.image, worker.management.docker_network,
+            triggers=[worker.name, worker.image, worker.network,
                       self.control_plane_uid,
                       node_join.container_spec_hash(worker, docker_host.environment_digest(os.environ)),
                       host_flags],

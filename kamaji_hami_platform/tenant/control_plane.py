@@ -13,6 +13,8 @@ from typing import Any
 from kamaji_hami_platform import names
 from kamaji_hami_platform.config import LOAD_BALANCER, NODE_PORT, ManagementConfig, TenantConfig
 from kamaji_hami_platform.create_only_guards import CreateOnlySetting
+from kamaji_hami_platform.tenant import own_network
+from kamaji_hami_platform.tenant.api_clients import source_ranges
 
 API_VERSION = "kamaji.clastix.io/v1alpha1"
 KIND = "TenantControlPlane"
@@ -98,19 +100,37 @@ def konnectivity_port(tenant: TenantConfig) -> int:
     return tenant.konnectivity_node_port or KONNECTIVITY_PORT
 
 
-def _service_and_address(management: ManagementConfig | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The Service type, and the address Kamaji advertises: a LoadBalancer's comes from its status
-    (an IP only: Kamaji refuses a hostname-only ingress, api/v1alpha1/tenantcontrolplane_funcs.go
-    DeclaredControlPlaneAddress); a NodePort has none, so the management node's is set."""
-    if management is None or management.api_exposure == LOAD_BALANCER:
+def _service_and_address(tenant: TenantConfig,
+                         management: ManagementConfig | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The Service, and what the network profile adds to it.
+
+    The address Kamaji advertises: a LoadBalancer's comes from its status (an IP only: Kamaji
+    refuses a hostname-only ingress, api/v1alpha1/tenantcontrolplane_funcs.go
+    DeclaredControlPlaneAddress); a NodePort has none, so the management node's is set.
+    A LoadBalancer admits only the tenant's API clients (tenant/api_clients.py), checked by
+    kube-proxy on the real client address before its masquerade and whether or not the policy
+    engine runs (Kamaji 26.8.2-edge `networkProfile.loadBalancerSourceRanges`, internal/resources/
+    k8s_service_resource.go); behind the platform's MetalLB it gets no node ports (MetalLB never
+    uses them, and kube-proxy does not filter node ports by source: kubernetes v1.35.4
+    pkg/proxy/iptables/proxier.go "nodeports are not subject to loadBalancerSourceRanges"); a
+    tenant with its own network asks for its network's API address.
+    Rationale: docs/design/network-isolation.md."""
+    if management is None:
         return {"serviceType": LOAD_BALANCER}, {}
-    return {"serviceType": NODE_PORT}, {"address": management.node_port_address}
+    if management.api_exposure != LOAD_BALANCER:
+        return {"serviceType": NODE_PORT}, {"address": management.node_port_address}
+    service: dict[str, Any] = {"serviceType": LOAD_BALANCER}
+    if management.is_kind and tenant.own_network:
+        service["additionalMetadata"] = {"annotations": own_network.service_annotations(tenant, management)}
+    if management.install_metallb:
+        service["allocateLoadBalancerNodePorts"] = False
+    return service, {"loadBalancerSourceRanges": source_ranges(tenant, management)}
 
 
 def tenant_control_plane(tenant: TenantConfig, management: ManagementConfig | None = None) -> dict[str, Any]:
     """The whole TenantControlPlane object for one tenant (exposed as `management` says; by default
     as a LoadBalancer)."""
-    service, address = _service_and_address(management)
+    service, address = _service_and_address(tenant, management)
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -172,16 +192,25 @@ def create_only_settings(tenant: TenantConfig) -> tuple[CreateOnlySetting, ...]:
                           "keep their addresses"),
         # Defaults to the tenant's position in `tenants`: removing or inserting a tenant before it
         # would move its workers' addresses, and the control plane would admit none of the old ones.
+        # Its value names the network too (workerNetwork, tenantSubnet): a tenant moved to another
+        # network is refused by this same guard, which every tenant created by 0.1.0 has.
         CreateOnlySetting("addressBlock", f"{path}.addressBlock",
-                          "its workers' fixed addresses and what its control plane admits are in it "
-                          "(the default is the tenant's position in tenants: pin it before removing "
-                          "or inserting a tenant ahead of this one)"),
+                          "its workers' fixed addresses, its API address and what its control plane "
+                          "admits are in it, on its network (workerNetwork, management.tenantSubnet; "
+                          "a tenant created by 0.1.0 keeps workerNetwork shared; the default is the "
+                          "tenant's position in tenants: pin it before removing or inserting a tenant "
+                          "ahead of this one)"),
     )
 
 
-def create_only_values(tenant: TenantConfig) -> dict[str, str]:
-    return {"podCidr": tenant.pod_cidr, "serviceCidr": tenant.service_cidr,
-            "addressBlock": str(tenant.address_block)}
+def create_only_values(tenant: TenantConfig, management: ManagementConfig | None = None) -> dict[str, str]:
+    """Each create-only setting's value, as its guard's trigger. A tenant on the shared network keeps
+    the bare block number it had in 0.1.0 (so its guard does not change); one on its own
+    network adds the network's subnet."""
+    block = str(tenant.address_block)
+    if management is not None and management.is_kind and tenant.own_network:
+        block = f"{block} own network {own_network.tenant_network(tenant, management).subnet}"
+    return {"podCidr": tenant.pod_cidr, "serviceCidr": tenant.service_cidr, "addressBlock": block}
 
 
 def create_only_way_out(tenant: TenantConfig) -> str:

@@ -1,9 +1,9 @@
 """NetworkPolicies that isolate a tenant's control plane in the management cluster.
 
 Default deny both ways, then only what a TenantControlPlane needs: its API and Konnectivity from
-the tenant's own workers, the Pulumi host, Kamaji and its own namespace; egress to the datastore,
-DNS and its own control plane. On kind this holds because kindnetd's policy engine sees the real
-client address, before kube-proxy's masquerade.
+the tenant's own clients (tenant/api_clients.py: its network, or hosts), Kamaji and its own
+namespace; egress to the datastore, DNS and its own control plane. On kind this holds because
+kindnetd's policy engine sees the real client address, before kube-proxy's masquerade.
 
 Upstream: clastix/kamaji 26.8.2-edge internal/constants/labels.go (pod labels);
 kube-network-policies v0.8.0 (kind 20ccfc88) pkg/networkpolicy/controller.go (POSTROUTING,
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kamaji_hami_platform import network
 from kamaji_hami_platform.config import ManagementConfig, TenantConfig
 from kamaji_hami_platform.management.render import KAMAJI_NAMESPACE
+from kamaji_hami_platform.tenant.api_clients import api_clients
 from kamaji_hami_platform.tenant.control_plane import api_port, konnectivity_port
 
 TCP_POD_LABEL = "kamaji.clastix.io/name"
@@ -29,18 +29,6 @@ DEFAULT_DENY = "default-deny"
 
 def _ports(*numbers: int, protocol: str = "TCP") -> list[dict[str, Any]]:
     return [{"protocol": protocol, "port": number} for number in numbers]
-
-
-def _own_workers_and_host(tenant: TenantConfig, management: ManagementConfig) -> list[dict[str, Any]]:
-    """kind: the tenant's block of worker addresses and the host (the Docker network's gateway).
-    existing: each of the tenant's worker hosts, and the configured client CIDRs (Pulumi's host,
-    operators)."""
-    if not management.is_kind:
-        return ([{"ipBlock": {"cidr": f"{host.address}/32"}} for host in tenant.hosts]
-                + [{"ipBlock": {"cidr": cidr}} for cidr in management.api_client_cidrs])
-    layout = network.layout(management.docker_subnet)
-    return ([{"ipBlock": {"cidr": cidr}} for cidr in layout.block_cidrs(tenant.address_block)]
-            + [{"ipBlock": {"cidr": f"{layout.gateway}/32"}}])
 
 
 def _namespace(name: str) -> dict[str, Any]:
@@ -68,7 +56,8 @@ def network_policies(tenant: TenantConfig, management: ManagementConfig) -> list
             "podSelector": control_plane,
             "policyTypes": ["Ingress"],
             "ingress": [
-                {"from": [*_own_workers_and_host(tenant, management), _namespace(KAMAJI_NAMESPACE),
+                {"from": [*({"ipBlock": {"cidr": cidr}} for cidr in api_clients(tenant, management)),
+                          _namespace(KAMAJI_NAMESPACE),
                           {"podSelector": {}}],
                  "ports": _ports(api_port(tenant), konnectivity_port(tenant))},
             ],

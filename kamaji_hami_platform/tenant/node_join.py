@@ -19,6 +19,7 @@ from kamaji_hami_platform.config import ManagementConfig, TenantConfig
 from kamaji_hami_platform.management import docker_host
 from kamaji_hami_platform.shell_templates import Shell, Text
 from kamaji_hami_platform.shell_templates import render as render_script
+from kamaji_hami_platform.tenant import own_network
 
 KUBECONFIG_ENV = "TENANT_KUBECONFIG"
 _PACKAGE = "kamaji_hami_platform.tenant"
@@ -68,8 +69,23 @@ class Worker:
         return versions.kind_node_image(self.tenant.kubernetes_version)
 
     @property
+    def network(self) -> str:
+        """The Docker network it is on: the tenant's own, or the platform's shared one."""
+        if self.tenant.own_network:
+            return own_network.network_name(self.tenant, self.management)
+        return self.management.docker_network
+
+    @property
+    def subnet(self) -> str:
+        if self.tenant.own_network:
+            return str(own_network.tenant_network(self.tenant, self.management).subnet)
+        return self.management.docker_subnet
+
+    @property
     def address(self) -> str:
-        """Its fixed address on the platform's Docker network: what its control plane admits."""
+        """Its fixed address on that network: what its control plane admits."""
+        if self.tenant.own_network:
+            return own_network.tenant_network(self.tenant, self.management).worker_address(self.index)
         return network.layout(self.management.docker_subnet).worker_address(
             self.tenant.address_block, self.index)
 
@@ -80,7 +96,7 @@ def docker_run_args(worker: Worker) -> list[str]:
     What kind adds only on some hosts comes at create time (management/docker_host.py)."""
     return [
         "-d", "--name", worker.name, "--hostname", worker.name,
-        "--network", worker.management.docker_network, "--ip", worker.address,
+        "--network", worker.network, "--ip", worker.address,
         "--privileged", "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
         "--tty", "--init=false", "--cgroupns=private",
         "--tmpfs", "/tmp", "--tmpfs", "/run", "--volume", "/var", "--volume", "/lib/modules:/lib/modules:ro",
@@ -162,9 +178,9 @@ def _container_lookup(cluster: str) -> Shell:
 
 def no_proxy_extra(worker: Worker) -> list[str]:
     """What a worker must reach without a proxy, as kind adds for its nodes (its networks, its
-    node names, the in-cluster DNS suffixes): the tenant's pod and service CIDRs, the platform's
-    Docker network (API endpoint, other nodes), the tenant's worker names."""
-    return [worker.tenant.service_cidr, worker.tenant.pod_cidr, worker.management.docker_subnet,
+    node names, the in-cluster DNS suffixes): the tenant's pod and service CIDRs, its Docker
+    network (API endpoint, other nodes), the tenant's worker names."""
+    return [worker.tenant.service_cidr, worker.tenant.pod_cidr, worker.subnet,
             *worker.tenant.worker_names(), ".svc", ".svc.cluster", ".svc.cluster.local"]
 
 

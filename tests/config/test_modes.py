@@ -95,14 +95,42 @@ class TestExistingMode:
         assert found[2].startswith("management: mode existing needs the cluster's kubeconfig")
 
     def test_refuses_the_kind_settings_and_container_workers(self, prod):
-        prod["management"].update(nodeImage="kindest/node:v1.35.0", dockerNetwork="n")
+        prod["management"].update(nodeImage="kindest/node:v1.35.0", dockerNetwork="n",
+                                  tenantSubnet="10.9.0.0/16")
         prod["tenants"][1].update(workers=1)
-        prod["tenants"][0].update(addressBlock=3)
+        prod["tenants"][0].update(addressBlock=3, workerNetwork="own")
         found = problems(prod)
         assert "management.nodeImage: is for mode kind" in found[0]
         assert "management.dockerNetwork: is for mode kind" in found[1]
+        assert any(p.startswith("management.tenantSubnet: is for mode kind") for p in found)
         assert any(p.startswith("tenants[1].workers: give workers") for p in found)
         assert any(p.startswith("tenants[0].addressBlock: is for mode kind") for p in found)
+        assert any(p.startswith("tenants[0].workerNetwork: is for mode kind") for p in found)
+
+    def test_an_api_client_cidr_holding_a_tenant_s_host_is_refused(self, prod):
+        """Each tenant's Service admits its hosts and apiClientCidrs: a CIDR that holds a host
+        would admit that host to every tenant's API."""
+        prod["management"]["apiClientCidrs"] = ["10.20.0.0/24", "10.20.2.0/24"]
+        found = problems(prod)
+        assert found == ["management.apiClientCidrs[1]: 10.20.2.0/24 holds tenants[1].hosts[0] (10.20.2.21): "
+                         "every tenant's API would admit that host; list narrower CIDRs (the management "
+                         "nodes' and Pulumi's host's addresses)"]
+
+    def test_more_source_ranges_than_kamaji_takes_are_refused(self, prod):
+        prod["management"]["apiClientCidrs"] = [f"10.30.{i}.0/24" for i in range(0, 30, 2)]  # 15 apart
+        found = problems(prod)
+        # ml-prod's 3 hosts are 10.20.1.11/32 and 10.20.1.12/31: 17; sandbox's one host: 16, taken.
+        assert found == [
+            "tenants[0].hosts: its 3 hosts and management.apiClientCidrs make 17 source ranges; Kamaji's "
+            "Service takes at most 16: give hosts adjacent addresses, or fewer apiClientCidrs"]
+
+    def test_with_node_port_the_clients_are_not_filtered_by_source_so_not_checked(self, prod):
+        prod["management"].update(apiExposure="NodePort", nodePortAddress="10.20.0.5",
+                                  apiClientCidrs=["10.20.0.0/16"])
+        del prod["management"]["metallbAddressRange"]
+        for index, tenant in enumerate(prod["tenants"]):
+            tenant.update(apiNodePort=30100 + index, konnectivityNodePort=30200 + index)
+        parse_config(prod)
 
     def test_container_workers_alone_are_refused(self, prod):
         del prod["tenants"][1]["hosts"]

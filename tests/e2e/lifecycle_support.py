@@ -40,6 +40,9 @@ STACK_ENV = "E2E_LIFECYCLE_STACK"
 SUBNET_ENV = "E2E_DOCKER_SUBNET"
 STACK_PREFIX = "e2e"
 DEFAULT_SUBNET = "172.29.0.0/16"  # beside the dev stack's 172.30.0.0/16
+# Its tenants' own networks (management.tenantSubnet): beside the dev stack's 172.24.0.0/16.
+TENANT_SUBNET_ENV = "E2E_TENANT_SUBNET"
+DEFAULT_TENANT_SUBNET = "172.25.0.0/16"
 # The stack's name is also its kind cluster's and Docker network's: a DNS label of at most 40
 # characters, as management.name (kamaji_hami_platform/config/fields.py).
 STACK_NAME_LIMIT = 40
@@ -138,14 +141,20 @@ class Claim:
     network: Network
 
 
-def lifecycle_subnet(environ: Mapping[str, str]) -> ipaddress.IPv4Network:
-    """E2E_DOCKER_SUBNET, or the default; a clear error for a value that is no IPv4 network."""
-    value = environ.get(SUBNET_ENV, DEFAULT_SUBNET)
+def lifecycle_subnet(environ: Mapping[str, str], env: str = SUBNET_ENV,
+                     default: str = DEFAULT_SUBNET) -> ipaddress.IPv4Network:
+    """E2E_DOCKER_SUBNET (or E2E_TENANT_SUBNET), or the default; a clear error for a value that is
+    no IPv4 network."""
+    value = environ.get(env, default)
     try:
         return ipaddress.IPv4Network(value)
     except ValueError as error:
-        raise LifecycleRefused(f"{SUBNET_ENV}={value!r} is not an IPv4 network such as "
-                               f"{DEFAULT_SUBNET}: {error}") from None
+        raise LifecycleRefused(f"{env}={value!r} is not an IPv4 network such as "
+                               f"{default}: {error}") from None
+
+
+def lifecycle_tenant_subnet(environ: Mapping[str, str]) -> ipaddress.IPv4Network:
+    return lifecycle_subnet(environ, TENANT_SUBNET_ENV, DEFAULT_TENANT_SUBNET)
 
 
 def _range_networks(value: str) -> list[ipaddress.IPv4Network]:
@@ -153,11 +162,13 @@ def _range_networks(value: str) -> list[ipaddress.IPv4Network]:
 
 
 def config_claims(owner: str, config: Mapping[str, Any]) -> list[Claim]:
-    """The addresses a stack's config announces or hands out: its Docker subnet (the program's
-    default when the file omits it) and a MetalLB range it sets."""
+    """The addresses a stack's config announces or hands out: its Docker subnet and its tenants'
+    networks' subnet (the program's defaults when the file omits them) and a MetalLB range it sets."""
     management = config.get(MANAGEMENT_KEY) or {}
-    subnet = management.get("dockerSubnet", ManagementConfig().docker_subnet)
-    claims = [Claim(f"{owner} management.dockerSubnet", ipaddress.ip_network(subnet))]
+    defaults = ManagementConfig()
+    claims = [Claim(f"{owner} management.{key}", ipaddress.ip_network(management.get(key, default)))
+              for key, default in (("dockerSubnet", defaults.docker_subnet),
+                                   ("tenantSubnet", defaults.tenant_subnet))]
     pool = management.get("metallbAddressRange")
     if pool:
         claims += [Claim(f"{owner} management.metallbAddressRange", net) for net in _range_networks(pool)]
@@ -207,14 +218,14 @@ def overlapping(subnet: ipaddress.IPv4Network, claims: Iterable[Claim]) -> list[
     return [c for c in claims if c.network.version == subnet.version and subnet.overlaps(c.network)]
 
 
-def check_subnet(subnet: ipaddress.IPv4Network, claims: Iterable[Claim]) -> None:
+def check_subnet(subnet: ipaddress.IPv4Network, claims: Iterable[Claim], env: str = SUBNET_ENV) -> None:
     """Refuse a lifecycle subnet that overlaps anything claimed: two bridges with one subnet, or
     two MetalLBs announcing one address, break the stack that was there first."""
     found = overlapping(subnet, claims)
     if found:
         listed = "\n  - ".join(f"{c.owner}: {c.network}" for c in found)
-        raise LifecycleRefused(f"the lifecycle stack's subnet {subnet} ({SUBNET_ENV}) overlaps:\n"
-                               f"  - {listed}\nset {SUBNET_ENV} to a free IPv4 /16../24")
+        raise LifecycleRefused(f"the lifecycle stack's subnet {subnet} ({env}) overlaps:\n"
+                               f"  - {listed}\nset {env} to a free IPv4 /16../24")
 
 
 # --- what destroy must leave --------------------------------------------------------------------

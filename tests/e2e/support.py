@@ -340,6 +340,48 @@ def host_network_probe(container: str, address: str, port: int) -> str:
     return _verdict(result, container)
 
 
+# Run inside a worker container as root (what a tenant's privileged host-network pod can do): send
+# to $1:$2 through a neighbour ($3 relay, $4 its address: `onlink`, so the route is taken even
+# where the neighbour is not on the segment, and the packets go nowhere) or from an address it adds
+# to its interface ($3 forged, $4 the address). Whatever it changed is undone on exit. Exit 0: open,
+# 124: timed out (dropped), 3: could not set up, else refused.
+ROOT_PROBE = r"""
+set -u
+api=$1 port=$2 mode=$3 via=$4 wait=$5
+# "default via <gateway> dev <interface> ...": the fifth word.
+# shellcheck disable=SC2046 # split on purpose
+set -- $(ip -o -4 route show default)
+dev=$5
+undo() {
+  ip route del "$api/32" 2>/dev/null
+  if [ "$mode" = forged ]; then ip addr del "$via/32" dev "$dev" 2>/dev/null; fi
+  return 0
+}
+trap undo EXIT
+case "$mode" in
+  relay) ip route replace "$api/32" via "$via" dev "$dev" onlink || exit 3 ;;
+  forged) ip addr add "$via/32" dev "$dev" || exit 3
+          ip route replace "$api/32" dev "$dev" src "$via" || exit 3 ;;
+  *) exit 3 ;;
+esac
+timeout "$wait" bash -c "exec 3<>/dev/tcp/$api/$port"
+"""
+ROOT_PROBE_SETUP_FAILED = 3
+
+
+def root_probe(container: str, address: str, port: int, mode: str, via: str) -> str:
+    """A TCP connection from a worker as its root would try it: `relay` through `via` (a
+    neighbour, or an address that is none on the worker's segment) or `forged` from the address
+    `via` added to the worker's interface. `open`, `closed:refused` or `closed:timeout`."""
+    command = ["docker", "exec", container, "bash", "-c", ROOT_PROBE, "root-probe", address, str(port), mode,
+               via, str(PROBE_CONNECT_TIMEOUT)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=HOST_PROBE_TIMEOUT, check=False)
+    if result.returncode == ROOT_PROBE_SETUP_FAILED:
+        raise RuntimeError(f"cannot set up the {mode} probe via {via} in {container}: "
+                           f"{result.stderr.strip()}")
+    return _verdict(result, container)
+
+
 def stray_container_probe(network: str, image: str, address: str, port: int) -> str:
     """The same connection from a throwaway container on the platform's Docker network that is
     no worker (Docker gives it an address of the dynamic quarter): what anything else a host
@@ -351,7 +393,7 @@ def stray_container_probe(network: str, image: str, address: str, port: int) -> 
 
 
 def kind_node_address(container: str, network: str) -> str:
-    """The kind node's address on the platform's network."""
+    """The kind node's address on a network (the platform's, or a tenant's own)."""
     result = subprocess.run(["docker", "container", "inspect", "--format",
                              f'{{{{ (index .NetworkSettings.Networks "{network}").IPAddress }}}}', container],
                             capture_output=True, text=True, timeout=HOST_PROBE_TIMEOUT, check=True)

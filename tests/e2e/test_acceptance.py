@@ -19,9 +19,11 @@ from urllib.parse import urlparse
 import pytest
 
 from kamaji_hami_platform import versions
-from kamaji_hami_platform.config import TenantConfig
+from kamaji_hami_platform.config import LOAD_BALANCER, TenantConfig
 from kamaji_hami_platform.gpu.card_fit import CARD_INSUFFICIENT_CORE
 from kamaji_hami_platform.management.render import control_plane_container
+from kamaji_hami_platform.tenant import node_join, own_network
+from kamaji_hami_platform.tenant.api_clients import source_ranges
 from kamaji_hami_platform.tenant.control_plane import API_PORT, KONNECTIVITY_PORT, api_port
 from tests.e2e import cases
 from tests.e2e.cases import NAMESPACE, GpuTenant
@@ -33,6 +35,7 @@ from tests.e2e.support import (
     kind_node_address,
     probe_pod,
     probe_results,
+    root_probe,
     stray_container_probe,
     wait_for,
 )
@@ -220,12 +223,13 @@ def endpoint_address(live: LiveStack, tenant: str) -> str:
 
 def test_tc02_isolation_between_tenants(live: LiveStack, namespaces):
     """Tenant B reaches tenant A's control plane from nowhere B controls, and the other way
-    round: not from a pod of B's cluster, not from B's worker's own network, not from a
-    management namespace; while A's own pod and A's own worker reach it (positive controls, or
-    "closed" would prove nothing). "Closed" must be a drop (a timeout), the policy's verdict: a
-    refusal would be something else (no endpoint, a reset). kube-network-policies drops a packet
-    if either side denies it: the probe from a management namespace without any policy tests
-    the target's ingress alone."""
+    round: not from a pod of B's cluster, not from B's worker's own network, not as root on B's
+    worker (routing through A's worker, the kind node or this host, or sending from an address of
+    A's network), not from a management namespace; while A's own pod and A's own worker reach it
+    (positive controls, or "closed" would prove nothing). "Closed" must be a drop (a timeout), the
+    policy's verdict: a refusal would be something else (no endpoint, a reset).
+    kube-network-policies drops a packet if either side denies it: the probe from a management
+    namespace without any policy tests the target's ingress alone."""
     tenants = [t.name for t in live.platform.tenants]
     if len(tenants) < 2:
         pytest.fail("isolation needs at least two tenants in the stack", pytrace=False)
@@ -234,14 +238,15 @@ def test_tc02_isolation_between_tenants(live: LiveStack, namespaces):
         assert listed == set(live.outputs["tenants"][name]["nodes"]), f"{name} sees {listed}"
     first, second = tenants[0], tenants[1]
     kind = live.platform.management.is_kind
-    seen: dict[str, Any] = {}
+    seen: dict[str, Any] = {"exposure": service_exposure(live, tenants)}
     if not kind:
         # On an existing cluster kube-proxy masquerades what reaches a LoadBalancer or NodePort
         # Service from outside (kubernetes v1.35.4 pkg/proxy/iptables/proxier.go, "masquerade
         # traffic for ... external destinations"; Kamaji's Service keeps externalTrafficPolicy
         # Cluster), so the control plane's policy sees a management node, which apiClientCidrs
-        # admits: between tenants' hosts, isolation at the API is its authentication
-        # (docs/beyond-one-machine.md). That is what is checked here; the in-cluster probes below still
+        # admits. Before that, a LoadBalancer's source ranges (checked above) keep other tenants'
+        # hosts out; NodePort exposure has no such filter, and isolation at the API is its
+        # authentication (docs/security-and-isolation.md). The in-cluster probes below still
         # judge the policy itself.
         for own, other in ((first, second), (second, first)):
             seen[f"{own} -> {other}"] = cross_tenant_credentials(live, own, other)
@@ -255,46 +260,117 @@ def test_tc02_isolation_between_tenants(live: LiveStack, namespaces):
             assert host_network_probe(worker, mine, port) == "open", f"{worker} -> its own {mine}:{port}"
             reached = host_network_probe(worker, theirs, port)
             assert reached == POLICY_DROP, f"{worker} (host network) -> {other}'s {theirs}:{port}: {reached}"
-        seen[f"{own} -> {other}"] = {"pod": from_pod, "worker": "dropped"}
+        seen[f"{own} -> {other}"] = {"pod": from_pod, "worker": "dropped",
+                                     "root on the worker": root_on_worker_probes(live, own, other)}
 
     stray = stray_probes(live, tenants[:2]) if kind else "no Docker network on an existing cluster"
+    seen["management namespaces"] = management_namespace_probes(live, first, second)
+    print(f"[tc02] {seen}; from a stray container: {stray}")
 
+
+def root_on_worker_probes(live: LiveStack, own: str, other: str) -> dict[str, str]:
+    """As root on `own`'s worker (a privileged host-network pod can do as much): send to
+    `other`'s API through `other`'s worker, through the kind node and this host (each on `own`'s
+    network), and from an address of `other`'s network (an unused worker address, its gateway's).
+    Every one is dropped. Positive controls, the same moves toward `own`'s own API: the relay
+    through the kind node and a spare address of `own`'s network both connect."""
+    management = live.platform.management
+    attacker, victim = live.tenant(own), live.tenant(other)
+    for tenant in (attacker, victim):
+        if not tenant.own_network:
+            pytest.fail(f"tenant {tenant.name} is on the shared network (workerNetwork shared): a tenant "
+                        "root on its workers can reach the other's control plane there (docs/"
+                        "security-and-isolation.md); recreate it on a network of its own", pytrace=False)
+    worker = live.outputs["tenants"][own]["nodes"][0]
+    mine, theirs = endpoint_address(live, own), endpoint_address(live, other)
+    home, away = (own_network.tenant_network(t, management) for t in (attacker, victim))
+    kind_node = kind_node_address(control_plane_container(management),
+                                  own_network.network_name(attacker, management))
+    found: dict[str, str] = {}
+    for port in (API_PORT, KONNECTIVITY_PORT):
+        for label, address, mode, via, expected in (
+            ("own, via the kind node", mine, "relay", kind_node, "open"),
+            ("own, from a spare address", mine, "forged", home.worker_address(attacker.workers), "open"),
+            ("via its worker", theirs, "relay", node_join.Worker(victim, 0, management).address, POLICY_DROP),
+            ("via the kind node", theirs, "relay", kind_node, POLICY_DROP),
+            ("via this host", theirs, "relay", str(home.gateway), POLICY_DROP),
+            ("from an unused address of its network", theirs, "forged",
+             away.worker_address(victim.workers), POLICY_DROP),
+            ("from its gateway's address", theirs, "forged", str(away.gateway), POLICY_DROP),
+        ):
+            found[f"{label}:{port}"] = root_probe(worker, address, port, mode, via)
+            assert found[f"{label}:{port}"] == expected, \
+                f"root on {worker} -> {address}:{port} {label}: {found}"
+    return found
+
+
+def service_exposure(live: LiveStack, tenants: list[str]) -> dict[str, str]:
+    """Each control plane's Service as the isolation relies on it: no node ports behind the
+    platform's MetalLB (kube-proxy does not filter node ports by source), and a LoadBalancer's
+    source ranges exactly the tenant's API clients (its own network on kind; its hosts and
+    apiClientCidrs on an existing cluster)."""
+    management = live.platform.management
+    api, found = core(live.management), {}
+    for name in tenants:
+        service = api.read_namespaced_service(name, name, _request_timeout=T)
+        ports = [port.node_port for port in service.spec.ports if port.node_port]
+        if management.api_exposure == LOAD_BALANCER and management.install_metallb:
+            assert not ports, f"{name}'s Service has node ports {ports}: they bypass the source filter"
+        if management.api_exposure == LOAD_BALANCER:
+            wanted = source_ranges(live.tenant(name), management)
+            assert sorted(service.spec.load_balancer_source_ranges or []) == sorted(wanted), name
+        ranges = service.spec.load_balancer_source_ranges
+        found[name] = f"node ports {ports or 'none'}, source ranges {ranges}"
+    return found
+
+
+def management_namespace_probes(live: LiveStack, first: str, second: str) -> dict[str, Any]:
+    """From each tenant's control-plane namespace toward the other tenant (its Service, and on
+    kind its LoadBalancer address), and from a management namespace without any policy toward
+    both: every one dropped; each namespace reaches its own control plane (the positive control)."""
     api = core(live.management)
-    other_service = api.read_namespaced_service(second, second, _request_timeout=T)
-    targets = {"own": api.read_namespaced_service(first, first, _request_timeout=T).spec.cluster_ip,
-               "other": other_service.spec.cluster_ip}
-    if kind:  # a pod to a LoadBalancer address is masqueraded on an existing cluster (see above)
-        targets["other-lb"] = endpoint_address(live, second)
-    from_own = run_probe(live.management, first, targets, api_port(live.tenant(first)))
-    assert from_own.get("own") == "open", f"the probe cannot reach its own control plane: {from_own}"
-    for label in set(targets) - {"own"}:
-        assert from_own.get(label) == POLICY_DROP, f"{first}'s namespace -> {second} ({label}): {from_own}"
+    cluster_ips = {name: api.read_namespaced_service(name, name, _request_timeout=T).spec.cluster_ip
+                   for name in (first, second)}
+    kind = live.platform.management.is_kind
+    found: dict[str, Any] = {}
+    for own, other in ((first, second), (second, first)):
+        targets = {"own": cluster_ips[own], "other": cluster_ips[other]}
+        if kind:  # a pod to a LoadBalancer address is masqueraded on an existing cluster (see TC-02)
+            targets["other-lb"] = endpoint_address(live, other)
+        result = run_probe(live.management, own, targets, api_port(live.tenant(own)))
+        assert result.get("own") == "open", f"{own}'s namespace cannot reach its own control plane: {result}"
+        for label in set(targets) - {"own"}:
+            assert result.get(label) == POLICY_DROP, f"{own}'s namespace -> {other} ({label}): {result}"
+        found[own] = result
     fresh_namespace(live.management, UNPOLICED_NAMESPACE)
     try:
-        unpoliced = run_probe(live.management, UNPOLICED_NAMESPACE, {"other": targets["other"]})
+        for name in (first, second):
+            unpoliced = run_probe(live.management, UNPOLICED_NAMESPACE, {name: cluster_ips[name]},
+                                  api_port(live.tenant(name)))
+            assert unpoliced.get(name) == POLICY_DROP, \
+                f"from a namespace with no policy, {name}'s control plane answered {unpoliced}: " \
+                "its ingress does not deny"
+            found[f"unpoliced -> {name}"] = unpoliced[name]
     finally:
         _delete_namespace(live.management, UNPOLICED_NAMESPACE)
-    assert unpoliced.get("other") == POLICY_DROP, \
-        f"from a namespace with no policy, {second}'s control plane answered {unpoliced}: " \
-        "its ingress does not deny"
-    print(f"[tc02] tenants: {seen}; from {first}'s namespace: {from_own}; unpoliced: {unpoliced}; "
-          f"from a stray container: {stray}")
+    return found
 
 
 def stray_probes(live: LiveStack, tenants: list[str]) -> dict[str, str]:
-    """A container on the platform's network that is no worker reaches no control plane; the
-    kind node's own API server (host network, policed by nobody) answers it: the positive
-    control that the container's network works at all."""
+    """A container on the platform's network that is no worker reaches no control plane (a tenant
+    API address on the tenant's own network is behind Docker's isolation of the bridges, one on
+    the shared network behind the policy); the kind node's own API server (host network, policed
+    by nobody) answers it: the positive control that the container's network works at all."""
     management = live.platform.management
-    network = management.docker_network
+    platform_network = management.docker_network
     image = versions.kind_node_image(live.platform.tenants[0].kubernetes_version)
-    kind_api = kind_node_address(control_plane_container(management), network)
-    found = {"kind node API": stray_container_probe(network, image, kind_api, API_PORT)}
+    kind_api = kind_node_address(control_plane_container(management), platform_network)
+    found = {"kind node API": stray_container_probe(platform_network, image, kind_api, API_PORT)}
     assert found["kind node API"] == "open", f"positive control: {found}"
     for tenant in tenants:
         address = endpoint_address(live, tenant)
         for port in (API_PORT, KONNECTIVITY_PORT):
-            found[f"{tenant}:{port}"] = stray_container_probe(network, image, address, port)
+            found[f"{tenant}:{port}"] = stray_container_probe(platform_network, image, address, port)
             assert found[f"{tenant}:{port}"] == POLICY_DROP, f"a stray container -> {tenant}:{port}: {found}"
     return found
 

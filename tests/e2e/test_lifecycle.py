@@ -49,6 +49,7 @@ def lifecycle_config(stack: str) -> dict[str, Any]:
     management["name"] = stack
     management["dockerNetwork"] = stack
     management["dockerSubnet"] = str(life.lifecycle_subnet(os.environ))
+    management["tenantSubnet"] = str(life.lifecycle_tenant_subnet(os.environ))
     management.pop("metallbAddressRange", None)  # the default of its own subnet
     config[f"{PROJECT}:management"] = management
     tenants = [dict(t) for t in config[f"{PROJECT}:tenants"]]
@@ -71,6 +72,7 @@ def test_lifecycle_up_cases_noop_preview_destroy():
     config = lifecycle_config(name)
     claims = life.stack_file_claims(ROOT) + life.host_network_claims()
     life.check_subnet(life.lifecycle_subnet(os.environ), claims)
+    life.check_subnet(life.lifecycle_tenant_subnet(os.environ), claims, life.TENANT_SUBNET_ENV)
     before = host_snapshot()
     env = life.pulumi_env(os.environ, backend_env())
     timer = Timer()

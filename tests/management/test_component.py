@@ -92,8 +92,10 @@ class TestManagementResources:
         kind = dev_program.named("management-kind")
         assert dev_program.depends_on(kind, network) and network.urn in kind.options["replaceWith"]
         assert network.options["deleteBeforeReplace"] is True
-        worker = dev_program.named("tenant-a-worker-0")
-        assert dev_program.depends_on(worker, network) and network.urn in worker.options["replaceWith"]
+        # A tenant's workers are on its own network, which the kind node joins after kind.
+        worker, own = dev_program.named("tenant-a-worker-0"), dev_program.named("tenant-a-network")
+        assert dev_program.depends_on(worker, own) and own.urn in worker.options["replaceWith"]
+        assert dev_program.depends_on(own, kind)
         layout = "--subnet 172.30.0.0/16 --ip-range 172.30.0.0/18 --gateway 172.30.0.1"
         assert layout in network.inputs["create"]
         assert "docker network rm" in network.inputs["delete"]

@@ -150,6 +150,7 @@ _RENAMED = "named after its component, the old name an alias"
 _CHART = "Kamaji's chart from its tag, verified by digest (unknown in a fresh preview)"
 _NODES = "only the nodes the config lists may register (tenant/node_admission.py)"
 _BOUNDED_WAIT = "each try bounded, an API that did not answer told from an answer 'no'"
+_OWN_NETWORK = "each tenant on a Docker network of its own, its API address there (issue 29)"
 RECORDING_DRIFT: dict[str, tuple[str, str]] = {
     # name: (what differs, why)
     "kamaji-hami-platform-dev": ("removed", "the stack: the engine's, not a registration"),
@@ -165,8 +166,10 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
        for tenant in ("tenant-a", "tenant-b")},
     **{f"{tenant}-kindnet-daemonset-kube-system-kindnet": ("spec", f"{_LEAVES}; no CPU limit")
        for tenant in ("tenant-a", "tenant-b")},
-    **{f"{tenant}-control-plane": ("metadata", "Ready at the tenant's version")
-       for tenant in ("tenant-a", "tenant-b")},
+    **{f"{tenant}-control-plane": ("metadata,spec", f"Ready at the tenant's version; {_OWN_NETWORK}, "
+                                   "no node ports") for tenant in ("tenant-a", "tenant-b")},
+    **{f"{tenant}-{name}": ("added", _OWN_NETWORK) for tenant in ("tenant-a", "tenant-b")
+       for name in ("network", "ipaddresspool", "l2advertisement")},
     **{f"{tenant}-kube-proxy-daemonset-kube-system-kube-proxy": ("spec", f"{_LEAVES}; its config hash")
        for tenant in ("tenant-a", "tenant-b")},
     **{f"{tenant}-kube-proxy-configmap-kube-system-kube-proxy": ("data", _LEAVES)

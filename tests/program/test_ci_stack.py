@@ -58,16 +58,20 @@ def test_the_ci_stack_has_its_own_cluster_network_subnet_and_tenant_names():
     assert ci.management.name != dev.management.name
     assert ci.management.docker_network != dev.management.docker_network
     assert not {t.name for t in ci.tenants} & {t.name for t in dev.tenants}
-    subnet = ipaddress.ip_network(ci.management.docker_subnet)
-    for other in (dev.management.docker_subnet, life.DEFAULT_SUBNET, ManagementConfig().docker_subnet):
-        assert not subnet.overlaps(ipaddress.ip_network(other)), other
+    others = (dev.management.docker_subnet, dev.management.tenant_subnet, life.DEFAULT_SUBNET,
+              life.DEFAULT_TENANT_SUBNET, ManagementConfig().docker_subnet, ManagementConfig().tenant_subnet)
+    for subnet in (ci.management.docker_subnet, ci.management.tenant_subnet):
+        for other in others:
+            assert not ipaddress.ip_network(subnet).overlaps(ipaddress.ip_network(other)), (subnet, other)
 
 
 def test_the_lifecycle_run_still_finds_its_default_subnet_free():
     """lifecycle_support reads every Pulumi.*.yaml's subnet and refuses an overlapping one."""
     claims = life.stack_file_claims(ROOT)
     assert "Pulumi.ci.yaml management.dockerSubnet" in {c.owner for c in claims}
+    assert "Pulumi.ci.yaml management.tenantSubnet" in {c.owner for c in claims}
     life.check_subnet(life.lifecycle_subnet({}), claims)
+    life.check_subnet(life.lifecycle_tenant_subnet({}), claims, life.TENANT_SUBNET_ENV)
 
 
 def test_one_control_plane_and_one_worker(ci_program):

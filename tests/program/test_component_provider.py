@@ -197,7 +197,7 @@ class TestSchemaOverGrpc:
         tenant = types["TenantSettings"]["properties"]
         assert set(tenant) == {"name", "kubernetesVersion", "podCidr", "serviceCidr", "controlPlaneReplicas",
                                "workers", "addressBlock", "gpus", "hami", "gpuQuotas", "gpuWorkloads",
-                               "hosts", "apiNodePort", "konnectivityNodePort"}
+                               "hosts", "apiNodePort", "konnectivityNodePort", "workerNetwork"}
         assert tenant["hosts"]["items"]["$ref"] == _type_ref("HostSettings")
         host = types["HostSettings"]
         assert set(host["properties"]) == {"name", "address", "privateKey", "user", "port", "hostKey",
@@ -215,7 +215,7 @@ class TestSchemaOverGrpc:
         assert set(types["ManagementSettings"]["properties"]) == {
             "name", "nodeImage", "dockerNetwork", "dockerSubnet", "metallbAddressRange", "kamajiEtcdReplicas",
             "mode", "kubeconfigContext", "kubeconfigFile", "certManager", "metallb", "apiExposure",
-            "nodePortAddress", "apiClientCidrs"}
+            "nodePortAddress", "apiClientCidrs", "tenantSubnet"}
         # The settings' keys are the stack file's, so a stack file's section is valid component input.
         assert set(types["ManagementSettings"]["properties"]) == set(config.MANAGEMENT.keys)
         assert set(tenant) == set(config.TENANT.keys)
@@ -287,7 +287,8 @@ def test_workers_and_network_given_as_outputs_order_and_replace_what_they_did(tm
 
         settings = {"name": "lab", "docker_network": "lab", "docker_subnet": "172.28.0.0/16"}
         tenant = {"name": "t", "kubernetes_version": "v1.35.0", "pod_cidr": "10.60.0.0/16",
-                  "service_cidr": "10.61.0.0/16", "workers": 2, "gpus": {"model": "A100-80GB"}}
+                  "service_cidr": "10.61.0.0/16", "workers": 2, "gpus": {"model": "A100-80GB"},
+                  "worker_network": "shared"}  # on the management network
         management = ManagementCluster("lab", ManagementClusterArgs(management=settings))
         cluster = KamajiTenant("t", KamajiTenantArgs(
             tenant=tenant, management=settings, management_provider=management.provider,

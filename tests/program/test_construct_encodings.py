@@ -203,9 +203,10 @@ CASES = iter(range(1000))
 def tenant_inputs(**resources: Any) -> dict[str, Any]:
     # Each Construct claims addresses per management cluster in the one provider process
     # (tenant/addresses.py): a cluster of its own per call.
+    # On the shared network: the one whose workers the management network replaces.
     case = next(CASES)
     return {"tenant": {"name": "t", "kubernetesVersion": "v1.35.0", "podCidr": "10.60.0.0/16",
-                       "serviceCidr": "10.61.0.0/16", "workers": 2},
+                       "serviceCidr": "10.61.0.0/16", "workers": 2, "workerNetwork": "shared"},
             "management": {"name": f"lab{case}", "dockerNetwork": f"lab{case}",
                            "dockerSubnet": "172.28.0.0/16"},
             "managementKubeconfig": KUBECONFIG, **resources}

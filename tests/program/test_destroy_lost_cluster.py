@@ -69,15 +69,28 @@ def sh(script: str, tmp_path: Path, **extra: str) -> subprocess.CompletedProcess
                       env={node_join.KUBECONFIG_ENV: KUBECONFIG, **extra})
 
 
+KIND_NODE = "kamaji-control-plane"
+
+
 def host_as_left_by_a_lost_cluster(program: Program, tmp_path: Path) -> list[str]:
-    """The platform's network and joined workers, as `up` left them; the kind node is gone."""
+    """The platform's network, each tenant's own network and joined workers, as `up` left them;
+    then the kind node is gone (Docker detaches a removed container from every network)."""
     by_name = {reg.name: reg for reg in program.registrations}
     assert sh(by_name["management-network"].inputs["create"], tmp_path).returncode == 0
+    containers = tmp_path / "docker" / "containers"
+    containers.mkdir(parents=True, exist_ok=True)
+    (containers / KIND_NODE).write_text("kamaji\n")
+    for network in ("tenant-a-network", "tenant-b-network"):
+        result = sh(by_name[network].inputs["create"], tmp_path)
+        assert result.returncode == 0, result.stderr
     workers = [reg.name for reg in program.registrations
                if reg.type == COMMAND and re.fullmatch(r"tenant-[ab]-worker-\d+", reg.name)]
     for name in workers:
         result = sh(by_name[name].inputs["create"], tmp_path)
         assert result.returncode == 0, result.stderr
+    (containers / KIND_NODE).unlink()
+    for attachment in (tmp_path / "docker" / "attached").glob(f"*/{KIND_NODE}"):
+        attachment.unlink()
     return workers
 
 
@@ -85,17 +98,24 @@ def test_no_kubernetes_object_is_deleted_through_its_provider(deployed):
     calls = make_down_calls(deployed)
     assert {reg.type for _, reg in calls} == {COMMAND}
     with_scripts = sorted(reg.name for _, reg in calls if reg.inputs.get("delete"))
-    assert with_scripts == ["management-kind", "management-network", "tenant-a-worker-0",
-                            "tenant-a-worker-1", "tenant-b-worker-0"]
+    assert with_scripts == ["management-kind", "management-network", "tenant-a-network", "tenant-a-worker-0",
+                            "tenant-a-worker-1", "tenant-b-network", "tenant-b-worker-0"]
 
 
 def test_the_network_goes_after_everything_attached_to_it(deployed):
     """The engine deletes dependents first: every worker and the kind cluster depend on the
     network command, so its delete (which refuses while containers are attached) comes last."""
     network = next(reg.urn for reg in deployed.registrations if reg.name == "management-network")
+    kind = next(reg for reg in deployed.registrations if reg.name == "management-kind")
     for reg in deployed.registrations:
         if reg.name in ("management-kind", "tenant-a-worker-0", "tenant-a-worker-1", "tenant-b-worker-0"):
             assert network in depends_transitively(deployed, reg), reg.name
+    for tenant in ("tenant-a", "tenant-b"):
+        own = next(reg for reg in deployed.registrations if reg.name == f"{tenant}-network")
+        assert deployed.depends_on(own, kind), "a tenant's network after the kind node (its component's)"
+        for reg in deployed.registrations:
+            if re.fullmatch(rf"{tenant}-worker-\d+", reg.name) and reg.type == COMMAND:
+                assert own.urn in depends_transitively(deployed, reg), reg.name
 
 
 def dependents_first(program: Program, regs: list) -> list[tuple[str, str]]:
@@ -133,5 +153,6 @@ def test_make_down_finishes_when_the_kind_cluster_was_deleted_by_hand(deployed, 
         assert result.returncode == 0, f"{name}: {result.stderr}"
     assert not [w for w in workers if (state / "containers" / w).exists()], "every worker container removed"
     assert not (state / "networks" / "kamaji-hami").exists(), "the network removed"
+    assert not list((state / "networks").glob("kamaji-hami-tenant-*")), "each tenant's network removed"
     kind_calls = (tmp_path / "kind.calls").read_text().splitlines()
     assert kind_calls == ["get clusters"], "nothing to delete: kind only looked"

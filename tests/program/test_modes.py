@@ -140,13 +140,21 @@ class TestNoKindOnAnExistingCluster:
 
     def test_control_planes_are_exposed_as_the_config_says(self, prod_program, prod_config):
         spec = prod_program.named("ml-prod-control-plane").inputs["spec"]
-        assert spec["controlPlane"]["service"] == {"serviceType": "LoadBalancer"}
+        # Behind the platform's MetalLB: no node ports, and only the tenant's hosts and
+        # apiClientCidrs pass kube-proxy's source filter, before its masquerade.
+        assert spec["controlPlane"]["service"] == {"serviceType": "LoadBalancer",
+                                                   "allocateLoadBalancerNodePorts": False}
+        assert spec["networkProfile"]["loadBalancerSourceRanges"] == [
+            "10.20.0.0/24", "10.20.1.11/32", "10.20.1.12/31"]
+        sandbox = prod_program.named("sandbox-control-plane").inputs["spec"]["networkProfile"]
+        assert sandbox["loadBalancerSourceRanges"] == ["10.20.0.0/24", "10.20.2.21/32"]
         assert spec["networkProfile"]["port"] == 6443 and "address" not in spec["networkProfile"]
         config, secret_keys = prod_config
         program = run_program(node_port_config(config), secret_keys=secret_keys, stack="prod")
         spec = program.named("sandbox-control-plane").inputs["spec"]
         assert spec["controlPlane"]["service"] == {"serviceType": "NodePort"}
         assert spec["networkProfile"]["address"] == "10.20.0.10"
+        assert "loadBalancerSourceRanges" not in spec["networkProfile"]  # Kamaji: LoadBalancer only
         assert spec["networkProfile"]["port"] == 31453
         assert spec["addons"]["konnectivity"]["server"]["port"] == 31142
         assert not program.of_type("kubernetes:metallb.io/v1beta1:IPAddressPool")

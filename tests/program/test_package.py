@@ -73,8 +73,12 @@ def reachable_urns(program: Program, stack: str = "dev",
 
 # Resources new since the restructure, each created by an existing stack's next `up` (CHANGELOG.md,
 # upgrade notes): the node admission policy and its binding in each tenant.
-ADDED_SINCE = sorted(f"{tenant}-{kind}-kamaji-hami-platform-nodes" for tenant in ("tenant-a", "tenant-b")
-                     for kind in ("validatingadmissionpolicy", "validatingadmissionpolicybinding"))
+ADDED_SINCE = sorted([*(f"{tenant}-{kind}-kamaji-hami-platform-nodes" for tenant in ("tenant-a", "tenant-b")
+                       for kind in ("validatingadmissionpolicy", "validatingadmissionpolicybinding")),
+                      # each tenant's own network (0.2.0): created for a new stack; an upgraded
+                      # stack's tenants keep workerNetwork shared (docs/operations/upgrades.md)
+                      *(f"{tenant}-{name}" for tenant in ("tenant-a", "tenant-b")
+                        for name in ("network", "ipaddresspool", "l2advertisement"))])
 
 
 def test_the_dev_stacks_resources_are_kept_through_aliases():

@@ -35,7 +35,14 @@ from kamaji_hami_platform.management import (
     kindnet,
     render,
 )
-from kamaji_hami_platform.tenant import admin_access, control_plane, host_join, host_leave, node_join
+from kamaji_hami_platform.tenant import (
+    admin_access,
+    control_plane,
+    host_join,
+    host_leave,
+    node_join,
+    own_network,
+)
 from tests.harness import ROOT, dev_stack_config, production_config
 
 GOLDEN = ROOT / "tests" / "fixtures" / "scripts"
@@ -66,8 +73,11 @@ class Case:
     golden: bool = True
 
 
-def dev_platform() -> PlatformConfig:
-    return parse_config(dev_stack_config())
+def dev_platform(worker_network: str | None = None) -> PlatformConfig:
+    config = dev_stack_config()
+    for tenant in config["tenants"] if worker_network else ():
+        tenant["workerNetwork"] = worker_network
+    return parse_config(config)
 
 
 def production_platform(change: Callable[[dict], None] | None = None) -> PlatformConfig:
@@ -120,6 +130,9 @@ def _tenant_cases(prefix: str, tenant: TenantConfig, management: ManagementConfi
     for setting in control_plane.create_only_settings(tenant):
         yield Case(f"{where}/create-only-{setting.key}.sh", SH,
                    lambda s=setting: create_only_guards.guard_script(s, way_out))
+    if management.is_kind and tenant.own_network:
+        yield Case(f"{where}/network-create.sh", SH, lambda: own_network.create_script(tenant, management))
+        yield Case(f"{where}/network-delete.sh", SH, lambda: own_network.delete_script(tenant, management))
     for host in tenant.hosts:
         yield from _host_cases(where, tenant, host)
     for index in range(0 if tenant.on_hosts else tenant.workers):
@@ -166,6 +179,8 @@ SIBLINGS = (
     "unchecked-host-keys/gpu-node-1-join-remote", "unchecked-host-keys/gpu-node-1-ready",
     "unchecked-host-keys/gpu-node-1-worker",
     "node-port/kamaji-", "node-port/create-only-",
+    "shared-network/tenant-a/admin-access", "shared-network/tenant-a/create-only-",
+    "shared-network/tenant-a/worker-image", "shared-network/tenant-a/tenant-a-worker-0-delete",
 )
 
 
@@ -184,6 +199,9 @@ def _all_cases() -> list[Case]:
                       lambda: node_join._inner_join_script("tenant-a-worker-0"), frozenset({"SC2034"})))
     found.append(Case("dev/inside-a-worker/leave.bash", BASH,
                       lambda: node_join._inner_delete_script("tenant-a-worker-0", "/tmp/tenant-admin.conf")))
+    # Tenants created by 0.1.0, on the shared network: their scripts are what they were.
+    shared = dev_platform("shared")
+    found += _tenant_cases("shared-network", shared.tenants[0], shared.management)
     production = production_platform()
     found += _management_cases("production", production.management)
     for tenant in production.tenants:

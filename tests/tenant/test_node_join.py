@@ -31,12 +31,13 @@ def run(script: str, state: Path, **extra_env: str) -> subprocess.CompletedProce
 
 
 class TestCreate:
-    def test_starts_a_privileged_kindest_node_on_the_kind_network(self, worker, tmp_path):
+    def test_starts_a_privileged_kindest_node_on_the_tenant_s_own_network(self, worker, tmp_path):
         result = run(node_join.create_script(worker), tmp_path)
         assert result.returncode == 0, result.stderr
         (docker_run,) = [c for c in calls(tmp_path) if c.startswith("run ")]
         assert "--name tenant-a-worker-0 --hostname tenant-a-worker-0" in docker_run
-        assert "--network kamaji-hami --ip 172.30.64.1 " in docker_run and "--privileged" in docker_run
+        assert "--network kamaji-hami-tenant-a --ip 172.24.0.16 " in docker_run
+        assert "--privileged" in docker_run
         assert "--volume /lib/modules:/lib/modules:ro" in docker_run
         assert docker_run.endswith(f"kindest/node:v1.35.0@{versions.KIND_NODE_DIGESTS['v1.35.0']}")
         assert "joined tenant-a-worker-0" in result.stdout

@@ -83,14 +83,17 @@ def nets(*values: str) -> list[ipaddress.IPv4Network]:
 
 def test_a_stack_file_claims_its_subnet_the_default_one_and_its_metallb_range(tmp_path):
     write_stack(tmp_path, "dev", {"dockerSubnet": "172.30.0.0/16"})
-    write_stack(tmp_path, "bare", None)  # no dockerSubnet: the program's default, 172.30.0.0/16
-    write_stack(tmp_path, "lab", {"dockerSubnet": "10.50.0.0/16",
+    write_stack(tmp_path, "bare", None)  # the program's defaults, 172.30.0.0/16 and 172.24.0.0/16
+    write_stack(tmp_path, "lab", {"dockerSubnet": "10.50.0.0/16", "tenantSubnet": "10.51.0.0/16",
                                   "metallbAddressRange": "10.50.255.200-10.50.255.203"})
     claims = life.stack_file_claims(tmp_path)
     assert [(c.owner, c.network) for c in claims] == [
         ("Pulumi.bare.yaml management.dockerSubnet", nets("172.30.0.0/16")[0]),
+        ("Pulumi.bare.yaml management.tenantSubnet", nets("172.24.0.0/16")[0]),
         ("Pulumi.dev.yaml management.dockerSubnet", nets("172.30.0.0/16")[0]),
+        ("Pulumi.dev.yaml management.tenantSubnet", nets("172.24.0.0/16")[0]),
         ("Pulumi.lab.yaml management.dockerSubnet", nets("10.50.0.0/16")[0]),
+        ("Pulumi.lab.yaml management.tenantSubnet", nets("10.51.0.0/16")[0]),
         ("Pulumi.lab.yaml management.metallbAddressRange", nets("10.50.255.200/30")[0]),
     ]
 
