@@ -225,6 +225,9 @@ def test_the_longest_list_the_config_accepts_is_enforced(api, kubelet):
     assert len(objects[0]["spec"]["validations"][0]["expression"]) > 5000
     assert api.kubectl("delete", "validatingadmissionpolicybinding", node_admission.NAME).returncode == 0
     api.apply(objects)
+    # Enforced first: between the old binding's delete and the new one's, every node is admitted,
+    # so "the last worker is admitted" alone could pass before the new policy is in force.
+    wait_until_refused(api, kubelet, STRANGER)
     last = tenant.worker_names()[-1]
     wait_until(api, kubelet, last, admitted=True)
     created = register(api, kubelet(last), last)
