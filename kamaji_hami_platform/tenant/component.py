@@ -328,8 +328,11 @@ class KamajiTenant(pulumi.ComponentResource):
     def _admin_kubeconfig_secret(self, name: str,
                                  provider: pulumi.Input[kubernetes.Provider]) -> kubernetes.core.v1.Secret:
         secret_name = tcp_render.admin_kubeconfig_secret(self.tenant)
-        secret_id = self.control_plane.metadata.apply(
-            lambda _: f"{self.tenant.namespace}/{secret_name}")
+        # From the control plane's id, which is unknown until it really exists: a targeted `up`
+        # that leaves a new control plane uncreated hands it its inputs as outputs (metadata
+        # included) but no id, and a read of an unknown id is skipped (pulumi v3.276.0
+        # pkg/resource/deploy/step.go ReadStep.Apply), where a read of the missing Secret failed.
+        secret_id = self.control_plane.id.apply(lambda _: f"{self.tenant.namespace}/{secret_name}")
         return kubernetes.core.v1.Secret.get(
             f"{name}-admin-kubeconfig", secret_id,
             opts=pulumi.ResourceOptions(parent=self, provider=provider,
