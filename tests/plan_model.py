@@ -45,8 +45,9 @@ after a change, with each provider's replace rules:
 
 The model knows the options above and `replace_on_changes` (a changed value at one of its
 paths replaces: the engine's `applyReplaceOnChanges`). A program that uses one it does not
-model (`ignore_changes`, `replacement_trigger`, `import`, `aliases`, `hide_diffs`) makes
-`plan` raise, instead of planning something the engine would not.
+model (`replacement_trigger`, `import`, `aliases`, `hide_diffs`, a nested `ignore_changes` path)
+makes `plan` raise, instead of planning something the engine would not. `ignore_changes` of a
+top-level input gives it its old value before the diff, as the engine does.
 Options a child inherits from its parent arrive already applied in each registration: protect
 and providers by the SDK (pulumi sdk/python/lib/pulumi/resource.py), deleted_with and
 retain_on_delete as the engine adds them (tests/harness.py, after source_eval.go
@@ -72,7 +73,7 @@ REFUSED = "refused"
 STOPPED = "stopped"  # the engine bails: no step after this one is planned
 
 # Options the model does not emulate: a registration using one fails the plan loudly.
-UNMODELED_OPTIONS = ("ignoreChanges", "replacementTrigger", "importId", "hideDiffs")
+UNMODELED_OPTIONS = ("replacementTrigger", "importId", "hideDiffs")
 
 # pulumi-kubernetes v4.32.0 provider/pkg/provider/diff.go `forceNew`, for the kinds a program
 # may register (group/version/kind -> forced-replacement field paths besides the identity).
@@ -169,12 +170,20 @@ def alias_urns(reg: Registration) -> list[str]:
     return urns
 
 
-def _inputs_after(reg: Registration, replaced: set[str]) -> dict[str, Any]:
-    """The new inputs, with every input that depends on a replaced resource marked unknown."""
+def _inputs_after(reg: Registration, replaced: set[str], old: dict[str, Any]) -> dict[str, Any]:
+    """The new inputs, with every input that depends on a replaced resource marked unknown, and
+    every input `ignore_changes` names given back its old value (the engine's
+    `processIgnoreChanges`, pkg/resource/deploy/step_generator.go, before the diff; top-level
+    keys only here)."""
     inputs = dict(reg.inputs)
     for key, deps in reg.options.get("propertyDependencies", {}).items():
         if replaced & set(deps):
             inputs[key] = CHANGED
+    for key in reg.options.get("ignoreChanges", []):
+        if "." in key or "[" in key:
+            raise UnmodeledOption(f"{reg.name}: ignore_changes of {key!r}, a nested path, is not modeled")
+        if key in old:
+            inputs[key] = old[key]
     return inputs
 
 
@@ -281,7 +290,7 @@ class _Planner:
         provider = _provider_urn(reg)
         if provider in self.replaced:
             return f"its provider {self.names[provider]} is replaced", False
-        new = _inputs_after(reg, self.replaced)
+        new = _inputs_after(reg, self.replaced, previous.inputs)
         keys = _replace_keys(reg, previous.inputs, new, self.new_providers)
         if not keys:
             return None, False
@@ -387,9 +396,8 @@ class _Planner:
         why, delete_first = self.why_replaced(reg, previous)
         if why:
             self.replace(reg, previous, why, delete_first)
-        elif _inputs_after(reg, self.replaced) != previous.inputs:
-            changed = sorted(k for k in {*reg.inputs, *previous.inputs}
-                             if reg.inputs.get(k) != previous.inputs.get(k))
+        elif (new := _inputs_after(reg, self.replaced, previous.inputs)) != previous.inputs:
+            changed = sorted(k for k in {*new, *previous.inputs} if new.get(k) != previous.inputs.get(k))
             self.steps.append(Step("update", reg.name, reg.type, ", ".join(changed)))
 
     def delete_gone(self) -> None:

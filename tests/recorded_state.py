@@ -38,6 +38,11 @@ def _dependency_order(registrations: list[Registration]) -> list[Registration]:
     return ordered
 
 
+def recorded_versions() -> list[str]:
+    """The versions (release numbers, or commits of main) whose stacks are recorded."""
+    return sorted(path.name for path in UPGRADE_FROM.iterdir() if path.is_dir())
+
+
 def recorded_state(commit: str, stack: str) -> SimpleNamespace:
     """The registrations of `stack` as recorded at `commit`, shaped as a Program for plan_model."""
     path: Path = UPGRADE_FROM / commit / f"{stack}.json"
@@ -47,3 +52,38 @@ def recorded_state(commit: str, stack: str) -> SimpleNamespace:
                                   inputs=_plain(r["wire"]), wire=r["wire"], options=r["options"])
                      for r in records]
     return SimpleNamespace(registrations=_dependency_order(registrations))
+
+
+def record_release(version: str) -> list[Path]:
+    """Record today's program's shipped stacks (dev, ci, production, two-tenants) as `version`: what
+    the next release's upgrade tests plan from (tests/program/test_upgrades.py)."""
+    import yaml
+
+    from tests.harness import dev_stack_config, production_config, run_program
+    from tests.stack_resources import record
+
+    folder = UPGRADE_FROM / version
+    folder.mkdir(parents=True, exist_ok=True)
+    ci = {key.split(":", 1)[1]: value
+          for key, value in yaml.safe_load((ROOT / "Pulumi.ci.yaml").read_text())["config"].items()}
+    config, secret_keys = production_config()
+    programs = {"dev": lambda: run_program(dev_stack_config()),
+                "ci": lambda: run_program(ci, stack="ci"),
+                "production": lambda: run_program(config, stack="prod", secret_keys=secret_keys),
+                "two-tenants": lambda: run_program({}, main=ROOT / "examples" / "two-tenants" / "__main__.py",
+                                                   project="two-tenants", stack="lab")}
+    written = []
+    for stack, run in programs.items():
+        path = folder / f"{stack}.json"
+        path.write_text(record(run()))
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m tests.recorded_state <version>  (record the shipped stacks as it)")
+    for path in record_release(sys.argv[1]):
+        print(path.relative_to(ROOT))

@@ -142,9 +142,11 @@ class ManagementCluster(pulumi.ComponentResource):
         values = args.get("helm_values") or {}
         charts = args.get("charts") or {}
         child = pulumi.ResourceOptions(parent=self)
-        self.create_only = create_only_guards(name, render.management_create_only(management),
-                                              render.management_create_only_values(management),
+        guarded = render.management_create_only(management)
+        self.create_only = create_only_guards(name, guarded, render.management_create_only_values(management),
                                               render.MANAGEMENT_WAY_OUT, self)
+        self._guard_of = {setting.key: guard
+                          for setting, guard in zip(guarded, self.create_only, strict=True)}
         if management.is_kind:
             on_cluster, before_releases, before_kamaji = self._kind_cluster(name, management, child)
         else:
@@ -237,14 +239,19 @@ class ManagementCluster(pulumi.ComponentResource):
             interpreter=["/bin/sh", "-c"],
             # kind attaches its nodes to this Docker network.
             environment={render.KIND_NETWORK_ENV: management.docker_network},
-            # Changing the name, image, kind config or Docker network would replace the
-            # cluster (the name is fixed, so the old one first) and with it every tenant's
-            # control plane and data: protected, so the engine refuses that in preview.
+            # What the cluster was created with. Its replacement triggers are the guards of the
+            # settings kind creates it with (replace_with), which refuse a change in preview (the
+            # cluster is protected too: replacing it deletes every tenant's control plane and
+            # data), and the network it is attached to. The trigger list and the kind config
+            # (stdin) are ignored after the create (the engine diffs their old values: pulumi
+            # pkg/resource/deploy/step_generator.go `processIgnoreChanges`): a cluster keeps what
+            # it was created with, and no release that changes either replaces or reruns it.
             triggers=[management.name, management.node_image, kind_config,
                       management.docker_network, management.docker_subnet],
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                 delete_before_replace=True, protect=True, depends_on=[*self.create_only, self.network],
-                replace_with=[self.network])),
+                replace_with=[self.network, *(self._guard_of[key] for key in render.KIND_CLUSTER_SETTINGS)],
+                ignore_changes=["triggers", "stdin"])),
         )
         kubeconfig_cmd = local.Command(
             f"{name}-kubeconfig",

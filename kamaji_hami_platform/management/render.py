@@ -154,6 +154,11 @@ MANAGEMENT_CREATE_ONLY = (
 )
 
 
+# What kind creates the cluster with: a change of one replaces the cluster (its guard refuses it
+# first); the others (kamaji-etcd, MetalLB) need a rebuild too, but not a new kind cluster.
+KIND_CLUSTER_SETTINGS = ("name", "nodeImage", "dockerNetwork", "dockerSubnet")
+
+
 # Mode existing: the settings of the cluster it does not create.
 EXISTING_CREATE_ONLY = (
     CreateOnlySetting("mode", "management.mode",

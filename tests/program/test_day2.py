@@ -222,6 +222,25 @@ class TestCreateOnlySettings:
         steps = plan(before, run_program(two_workers))
         assert [str(s) for s in steps] == ["create management-create-only-newSetting"]
 
+    def test_a_release_that_creates_kind_clusters_otherwise_replaces_no_running_one(
+            self, two_workers, before, monkeypatch):
+        """The kind cluster's trigger list is ignored after its create: a later release that renders
+        another kind config (or lists other triggers) plans nothing for a running cluster; its
+        replacement comes only from the guards of the settings kind creates it with."""
+        original = management_render.kind_cluster_config
+        monkeypatch.setattr(management_render, "kind_cluster_config",
+                            lambda m: original(m) + "# a later release's kind config\n")
+        assert plan(before, run_program(two_workers)) == []
+
+    def test_the_kind_cluster_is_replaced_with_the_guards_of_what_kind_creates_it_with(self, before):
+        kind = before.named("management-kind")
+        guards = {before.named(f"management-create-only-{key}").urn
+                  for key in management_render.KIND_CLUSTER_SETTINGS}
+        assert guards <= set(kind.options["replaceWith"])
+        assert kind.options["ignoreChanges"] == ["triggers", "stdin"]
+        etcd_guard = before.named("management-create-only-kamajiEtcdReplicas")
+        assert etcd_guard.urn not in kind.options["replaceWith"]
+
     def test_the_guard_names_the_setting_its_value_and_the_way_out(self):
         setting = next(s for s in management_render.MANAGEMENT_CREATE_ONLY if s.key == "kamajiEtcdReplicas")
         script = guard_script(setting, management_render.MANAGEMENT_WAY_OUT)

@@ -28,11 +28,20 @@ def urn(name: str) -> str:
     return f"{STACK}::command:local:Command::{name}"
 
 
-@pytest.mark.parametrize("option", ["ignoreChanges", "replacementTrigger", "importId", "hideDiffs"])
+@pytest.mark.parametrize("option", ["replacementTrigger", "importId", "hideDiffs"])
 def test_an_option_the_model_does_not_emulate_fails_loudly(option):
     reg = command("a", "1", **{option: ["x"]})
     with pytest.raises(UnmodeledOption, match=option):
         plan(program(command("a", "1")), program(reg))
+
+
+def test_ignore_changes_keeps_the_old_value_so_a_new_trigger_neither_replaces_nor_updates():
+    """The engine gives an ignored input its old value before the diff (processIgnoreChanges)."""
+    before = program(command("a", "1", protect=True))
+    assert plan(before, program(command("a", "2", protect=True, ignoreChanges=["triggers"]))) == []
+    assert refused(plan(before, program(command("a", "2", protect=True)))) == ["a"]
+    with pytest.raises(UnmodeledOption, match="nested path"):
+        plan(before, program(command("a", "2", ignoreChanges=["triggers[0]"])))
 
 
 def test_replace_with_is_followed_in_registration_order_but_not_through_a_cascade():

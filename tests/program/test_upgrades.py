@@ -1,0 +1,158 @@
+"""Upgrades: today's program planned (tests/plan_model.py) over a stack's state as an earlier
+version left it (tests/recorded_state.py, tests/fixtures/upgrade-from/<version or commit>/), for
+every shipped stack: dev, ci, the production example and the two-tenants example.
+
+- `0.1.0`: the release (its stacks recorded from its code: the resources the restructure kept);
+- `4dc9ef2`: main before tenants had networks of their own (issue 29), dev and production.
+
+Each is planned with the edits its upgrade notes ask for (CHANGELOG.md, docs/operations/
+upgrades.md): tenants created then keep `workerNetwork: shared`. Nothing that holds data or a
+joined node is replaced or deleted, nothing is refused; what does change is listed.
+A release records its stacks here (`python -m tests.recorded_state <version>`), so the next one is
+checked against it.
+"""
+
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from kamaji_hami_platform.tenant import component as tenant_component
+from tests.harness import ROOT, Program, dev_stack_config, production_config, run_program
+from tests.plan_model import plan, refused, stopped
+from tests.recorded_state import recorded_state, recorded_versions
+
+pytestmark = pytest.mark.unit
+
+EXAMPLE_MAIN = ROOT / "examples" / "two-tenants" / "__main__.py"
+TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
+COMMAND = "command:local:Command"
+REPLACE_OR_DELETE = ("delete", "delete-replaced", "create-replacement", "replace", "discard")
+
+
+def holds_data(reg) -> bool:
+    """What a replacement or delete would lose: anything protected (the kind cluster, control
+    planes, guards), a control plane, a Docker network or a worker container (its /var), and a
+    host's `-leave` (replacing it resets the host)."""
+    name = reg.name
+    return (bool(reg.options.get("protect")) or reg.type == TCP
+            or (reg.type == COMMAND
+                and (name.endswith(("-kind", "-network", "-leave")) or "-worker-" in name)))
+
+
+def lost(before: SimpleNamespace, steps) -> list[str]:
+    """The steps that replace or delete what holds data (by the old state's registrations)."""
+    old = {reg.name: reg for reg in before.registrations}
+    return [str(step) for step in steps
+            if step.op in REPLACE_OR_DELETE and step.name in old and holds_data(old[step.name])]
+
+
+def kept_on_the_shared_network(config: dict) -> dict:
+    config = copy.deepcopy(config)
+    for tenant in config["tenants"]:
+        if "hosts" not in tenant:
+            tenant["workerNetwork"] = "shared"
+    return config
+
+
+def ci_config() -> dict:
+    document = yaml.safe_load((ROOT / "Pulumi.ci.yaml").read_text())
+    return {key.split(":", 1)[1]: value for key, value in document["config"].items()}
+
+
+def example_kept_on_the_shared_network(monkeypatch: pytest.MonkeyPatch) -> Program:
+    """The two-tenants example, its tenants given `worker_network="shared"` as a user of the
+    example would write it after reading the upgrade notes."""
+    original = tenant_component.tenant_config
+    monkeypatch.setattr(tenant_component, "tenant_config",
+                        lambda settings, where: original({"worker_network": "shared", **settings}, where))
+    return run_program({}, main=EXAMPLE_MAIN, project="two-tenants", stack="lab")
+
+
+def today(stack: str, monkeypatch: pytest.MonkeyPatch) -> Program:
+    if stack == "dev":
+        return run_program(kept_on_the_shared_network(dev_stack_config()))
+    if stack == "ci":
+        return run_program(kept_on_the_shared_network(ci_config()), stack="ci")
+    if stack == "production":
+        config, secret_keys = production_config()
+        return run_program(config, stack="prod", secret_keys=secret_keys)
+    return example_kept_on_the_shared_network(monkeypatch)
+
+
+STACKS = ("dev", "ci", "production", "two-tenants")
+CASES = [(version, stack) for version in recorded_versions() for stack in STACKS
+         if (ROOT / "tests/fixtures/upgrade-from" / version / f"{stack}.json").is_file()]
+
+
+@pytest.mark.parametrize(("version", "stack"), CASES)
+def test_an_upgrade_loses_nothing_and_refuses_nothing(version, stack, monkeypatch):
+    before = recorded_state(version, stack)
+    steps = plan(before, today(stack, monkeypatch))
+    assert not refused(steps) and not stopped(steps), [str(s) for s in steps]
+    assert lost(before, steps) == []
+
+
+def test_every_shipped_stack_of_the_release_is_recorded():
+    assert {stack for version, stack in CASES if version == "0.1.0"} == {"dev", "ci", "production",
+                                                                         "two-tenants"}
+
+
+@pytest.mark.parametrize("stack", ["dev", "ci", "two-tenants"])
+def test_from_0_1_0_a_kind_stack_gets_node_admission_and_updates_only(stack, monkeypatch):
+    steps = plan(recorded_state("0.1.0", stack), today(stack, monkeypatch))
+    assert {step.op for step in steps} == {"create", "update"}
+    assert {step.name.split("-", 2)[-1] for step in steps if step.op == "create"} >= {
+        "validatingadmissionpolicy-kamaji-hami-platform-nodes"}
+
+
+def test_from_0_1_0_worker_hosts_rejoin_from_this_host_as_the_notes_say(monkeypatch):
+    """Each host's join becomes a local command (the old remote one deleted: it has no delete, so
+    nothing runs on the host), its Ready wait and GPU registration are replaced once, its leave is
+    updated in place: no host is reset (docs/operations/upgrades.md)."""
+    steps = plan(recorded_state("0.1.0", "production"), today("production", monkeypatch))
+    replaced = {s.name for s in steps if s.op == "create-replacement"}
+    hosts = ("ml-prod-gpu-node-1", "ml-prod-gpu-node-2", "ml-prod-gpu-node-3", "sandbox-cpu-node-1")
+    assert replaced == {*hosts, *(host.replace("-", "-gpus-", 1) if host.startswith("sandbox")
+                                  else host.replace("ml-prod-", "ml-prod-gpus-", 1) for host in hosts)}
+    assert {s.name for s in steps if s.op == "update" and s.name.endswith("-leave")} == {
+        "ml-prod-gpu-node-1-leave", "ml-prod-gpu-node-2-leave", "ml-prod-gpu-node-3-leave",
+        "sandbox-cpu-node-1-leave"}
+
+
+def test_moving_a_running_tenant_to_a_network_of_its_own_is_refused_in_preview():
+    """Left at the default (own), a tenant created on the shared network is refused by the guard it
+    already has, before anything is touched (and `make preview` names the setting first:
+    tests/tools/test_upgrade_check.py)."""
+    steps = plan(recorded_state("4dc9ef2", "dev"), run_program(dev_stack_config()))
+    assert sorted(refused(steps)) == [f"{t}-create-only-addressBlock" for t in ("tenant-a", "tenant-b")]
+    assert {"tenant-a-worker-0", "tenant-b-worker-0"} <= {s.name for s in steps if s.op == "delete-replaced"}
+
+
+def test_the_check_catches_an_upgrade_that_would_replace_what_holds_data():
+    """The review's case: a state whose kind cluster and control planes were not protected (and
+    whose management provider named another cluster) planned their delete-first replacement
+    without a refusal. The check above would fail on it."""
+    before = recorded_state("0.1.0", "dev")
+    for reg in before.registrations:
+        reg.options = {**reg.options, "protect": False}
+        if reg.name == "management-k8s":
+            reg.inputs = {**reg.inputs, "clusterIdentifier": "a-cluster-an-earlier-main-named"}
+    steps = plan(before, run_program(kept_on_the_shared_network(dev_stack_config())))
+    assert not refused(steps)
+    assert {"tenant-a-control-plane", "tenant-b-control-plane"} <= {
+        line.split(" ")[1] for line in lost(before, steps)}
+
+
+def test_a_change_of_what_a_later_release_hands_kind_replaces_no_running_cluster(monkeypatch):
+    """The kind cluster's trigger list and kind config are ignored after its create: a release may
+    change them (tests/program/test_day2.py has the monkeypatched render)."""
+    before = recorded_state("0.1.0", "dev")
+    kind = next(reg for reg in before.registrations if reg.name == "management-kind")
+    kind.inputs = {**kind.inputs, "triggers": ["what", "an", "older", "release", "listed"]}
+    steps = plan(before, run_program(kept_on_the_shared_network(dev_stack_config())))
+    assert "management-kind" not in {s.name for s in steps}
+
