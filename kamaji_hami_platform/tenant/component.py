@@ -20,7 +20,7 @@ import pulumi_kubernetes as kubernetes
 import yaml
 from pulumi_command import local
 
-from kamaji_hami_platform import resource_inputs
+from kamaji_hami_platform import names, resource_inputs
 from kamaji_hami_platform.config import HostConfig, ManagementConfig, TenantConfig
 from kamaji_hami_platform.config.settings import (
     ManagementSettings,
@@ -68,7 +68,16 @@ def host_port(url: str) -> str:
     return urlparse(url).netloc
 
 
-def control_plane_uid(secret_metadata: object, dry_run: bool) -> str:
+def uid_unknown_warning(tenant: str) -> str:
+    """What a preview says when it read the admin Secret but found no control plane UID in it."""
+    return (f"tenant {tenant}: this preview could not read its control plane's UID (the admin kubeconfig "
+            "Secret has no TenantControlPlane controller reference), so it shows a new tenant provider, "
+            "everything inside the tenant and every worker replaced; `up` reads the UID again and fails "
+            f"rather than replace them. Check the Secret: kubectl -n {tenant} get secret "
+            f"{names.admin_kubeconfig_secret(tenant)} -o yaml")
+
+
+def control_plane_uid(secret_metadata: object, dry_run: bool, tenant: str = "") -> str:
     """The TenantControlPlane's UID: what tells a new control plane from the one workers joined.
 
     Read from the admin kubeconfig Secret's controller reference (read for real in a preview
@@ -82,6 +91,9 @@ def control_plane_uid(secret_metadata: object, dry_run: bool) -> str:
     if uid:
         return uid
     if dry_run:
+        # The Secret was read (an unread one never reaches here): an existing control plane whose
+        # UID is missing, so the preview's replacements are not what `up` would do.
+        pulumi.log.warn(uid_unknown_warning(tenant))
         return pulumi.output.UNKNOWN  # type: ignore[return-value]
     raise ValueError("the admin kubeconfig Secret has no TenantControlPlane controller reference; "
                      "check it with kubectl -n <tenant> get secret <tenant>-admin-kubeconfig -o yaml")
@@ -218,7 +230,7 @@ class KamajiTenant(pulumi.ComponentResource):
         self.kubeconfig = pulumi.Output.secret(self.admin_secret.data.apply(decode_admin_kubeconfig))
         self.endpoint = pulumi.Output.unsecret(self.kubeconfig.apply(api_server_url))
         self.control_plane_uid = self.admin_secret.metadata.apply(
-            lambda meta: control_plane_uid(meta, pulumi.runtime.is_dry_run()))
+            lambda meta: control_plane_uid(meta, pulumi.runtime.is_dry_run(), tenant.name))
         # Kamaji authorizes the admin credentials a while after the TCP is Ready;
         # nothing is created inside the tenant before they are (tenant/admin_access.py).
         self.admin_access = local.Command(

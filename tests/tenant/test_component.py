@@ -234,9 +234,30 @@ def test_a_missing_controller_reference_is_unknown_in_preview_and_an_error_in_up
     owner = SimpleNamespace(kind="TenantControlPlane", controller=True, uid="u-1")
     assert control_plane_uid(SimpleNamespace(owner_references=[owner]), dry_run=False) == "u-1"
     orphan = SimpleNamespace(owner_references=[])
-    assert control_plane_uid(orphan, dry_run=True) is pulumi.output.UNKNOWN
+    assert control_plane_uid(orphan, dry_run=True, tenant="tenant-a") is pulumi.output.UNKNOWN
     with pytest.raises(ValueError, match="no TenantControlPlane controller reference"):
         control_plane_uid(orphan, dry_run=False)
+
+
+def test_a_preview_that_reads_no_uid_says_that_its_replacements_are_not_up_s(dev_config, monkeypatch):
+    """The Secret read, its controller reference missing: the preview plans a new provider and
+    replaced workers, and says so, naming the tenant (issue 30.4)."""
+    class SecretsWithoutOwner(PlatformMocks):
+        def new_resource(self, args):
+            resource_id, outputs = super().new_resource(args)
+            if args.typ == "kubernetes:core/v1:Secret" and args.resource_id:
+                outputs["metadata"] = {k: v for k, v in outputs["metadata"].items() if k != "ownerReferences"}
+            return resource_id, outputs
+
+    warned: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *_, **__: warned.append(message))
+    run_program(dev_config, preview=True, mocks=SecretsWithoutOwner())
+    from kamaji_hami_platform.tenant.component import uid_unknown_warning
+
+    assert uid_unknown_warning("tenant-a") in warned and uid_unknown_warning("tenant-b") in warned
+    warned.clear()
+    run_program(dev_config, preview=True)
+    assert not [message for message in warned if "could not read its control plane's UID" in message]
 
 
 def test_each_worker_runs_its_control_planes_version_by_construction(dev_config):

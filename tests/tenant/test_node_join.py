@@ -260,6 +260,17 @@ class TestDockerHostAndState:
         assert "start tenant-a-worker-0" in calls(tmp_path)
         assert sum(c.startswith("run ") for c in calls(tmp_path)) == 1
 
+    def test_a_joined_worker_that_does_not_start_is_kept_with_its_volume(self, worker, tmp_path):
+        """Its /var volume holds the node's data: never removed on a start failure (issue 30.4);
+        the message says how to recover."""
+        assert run(node_join.create_script(worker), tmp_path).returncode == 0
+        (tmp_path / "containers" / "tenant-a-worker-0.stopped").touch()
+        result = run(node_join.create_script(worker), tmp_path, FAKE_START_FAIL="1")
+        assert result.returncode == 1 and "docker start failed" in result.stderr
+        assert "kept with its volume" in result.stderr and "docker start tenant-a-worker-0" in result.stderr
+        assert (tmp_path / "containers" / "tenant-a-worker-0").exists()
+        assert not [c for c in calls(tmp_path) if c.startswith("rm ")]
+
     @pytest.mark.parametrize("script", [node_join.create_script, node_join.delete_script])
     def test_a_docker_that_does_not_answer_is_an_error_not_absent(self, worker, tmp_path, script):
         result = run(script(worker), tmp_path, FAKE_DOCKER_DOWN="1")

@@ -1,13 +1,22 @@
 set -eu
 name=@name@
+# Only a container this run started is removed on failure: one that was there (stopped, or joined)
+# keeps its /var volume, the node's data, and the message says how to recover it.
+started_here=false
 fail() {
   printf 'worker %s: %s\n' "$name" "$1" | @redact@ >&2
-  docker rm -f -v "$name" >/dev/null 2>&1 || true
+  if [ "$started_here" = true ]; then
+    docker rm -f -v "$name" >/dev/null 2>&1 || true
+  else
+    echo "worker $name: kept with its volume (a joined node's data): see docker logs $name," \
+      "start it with docker start $name, then run pulumi up again" >&2
+  fi
   exit 1
 }
 @lookup@
 @proxy_flags@
 run_container() {
+  started_here=true
   # shellcheck disable=SC2086 # flags, split on purpose
   docker run @run_args@ $proxy_flags ${@host_flags_env@:-} \
     @image@ >/dev/null || fail "docker run failed"
