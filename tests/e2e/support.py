@@ -417,3 +417,57 @@ class Timer:
 
     def report(self) -> str:
         return "\n".join(f"{name:<28} {seconds:8.0f}s" for name, seconds in self.phases)
+
+
+# The live suite's own namespaces carry this label: it deletes only namespaces that have it, and
+# refuses to take over one of the same name that does not (someone else's, with their objects).
+SUITE_LABEL = "io.kamaji-hami-platform/e2e-suite"
+NOT_FOUND = 404
+
+
+class NotTheSuites(RuntimeError):
+    """A namespace of the suite's name exists without the suite's label."""
+
+
+def _namespace_labels(api: Any, name: str) -> dict[str, str] | None:
+    """Its labels, or None when it does not exist."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        namespace = api.read_namespace(name, _request_timeout=REQUEST_TIMEOUT)
+    except ApiException as error:
+        if error.status == NOT_FOUND:
+            return None
+        raise
+    return dict(namespace.metadata.labels or {})
+
+
+def release_namespace(api: Any, name: str) -> bool:
+    """Delete the namespace if it is the suite's (labelled); True when a delete was asked."""
+    from kubernetes.client.exceptions import ApiException
+
+    labels = _namespace_labels(api, name)
+    if labels is None or SUITE_LABEL not in labels:
+        return False
+    try:
+        api.delete_namespace(name, _request_timeout=REQUEST_TIMEOUT)
+    except ApiException as error:
+        if error.status != NOT_FOUND:
+            raise
+    return True
+
+
+def claim_namespace(api: Any, name: str, wait_gone: Callable[[], None]) -> None:
+    """A fresh namespace of the suite: an earlier run's is deleted (awaited with `wait_gone`) and
+    created again; one the suite did not create stops the run, naming it."""
+    labels = _namespace_labels(api, name)
+    if labels is not None and SUITE_LABEL not in labels:
+        raise NotTheSuites(f"namespace {name} exists and was not created by the live suite (no {SUITE_LABEL} "
+                           "label): it is left alone; remove it yourself if it is a leftover, or run the "
+                           "suite against another stack")
+    if labels is not None:
+        release_namespace(api, name)
+        wait_gone()
+    api.create_namespace({"metadata": {"name": name, "labels": {SUITE_LABEL: "true"}}},
+                         _request_timeout=REQUEST_TIMEOUT)
+

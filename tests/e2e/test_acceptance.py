@@ -31,10 +31,13 @@ from tests.e2e.conftest import LiveStack
 from tests.e2e.support import (
     HAMI_DEFAULT_LOCK_EXPIRY,
     REQUEST_TIMEOUT,
+    NotTheSuites,
+    claim_namespace,
     host_network_probe,
     kind_node_address,
     probe_pod,
     probe_results,
+    release_namespace,
     root_probe,
     stray_container_probe,
     wait_for,
@@ -68,19 +71,16 @@ def _gone(client: Any, namespace: str) -> bool:
 
 
 def _delete_namespace(client: Any, namespace: str) -> None:
-    from kubernetes.client.exceptions import ApiException
-
-    try:
-        core(client).delete_namespace(namespace, _request_timeout=T)
-    except ApiException as error:
-        if error.status != 404:
-            raise
+    """Only the suite's own (labelled) namespace is deleted (tests/e2e/support.py)."""
+    release_namespace(core(client), namespace)
 
 
 def fresh_namespace(client: Any, namespace: str) -> None:
-    _delete_namespace(client, namespace)
-    wait_for(f"leftover namespace {namespace} to go", lambda: _gone(client, namespace), 120)
-    core(client).create_namespace({"metadata": {"name": namespace}}, _request_timeout=T)
+    try:
+        claim_namespace(core(client), namespace, lambda: wait_for(
+            f"leftover namespace {namespace} to go", lambda: _gone(client, namespace), 120))
+    except NotTheSuites as error:
+        pytest.fail(str(error), pytrace=False)
 
 
 @pytest.fixture(scope="module")

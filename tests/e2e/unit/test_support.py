@@ -243,3 +243,51 @@ def test_a_stray_container_that_cannot_start_is_an_error_not_a_drop(tmp_path, mo
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     with pytest.raises(RuntimeError, match="Unable to find image"):
         support.stray_container_probe("kamaji-hami", "x", "172.30.255.201", 6443)
+
+
+class FakeNamespaces:
+    """The namespace calls of a CoreV1Api: name -> labels."""
+
+    def __init__(self, existing: dict[str, dict[str, str]]) -> None:
+        self.existing, self.deleted, self.created = dict(existing), [], []
+
+    def read_namespace(self, name, _request_timeout=None):
+        from types import SimpleNamespace
+
+        from kubernetes.client.exceptions import ApiException
+
+        if name not in self.existing:
+            raise ApiException(status=404)
+        return SimpleNamespace(metadata=SimpleNamespace(labels=self.existing[name]))
+
+    def delete_namespace(self, name, _request_timeout=None):
+        self.deleted.append(name)
+        self.existing.pop(name)
+
+    def create_namespace(self, body, _request_timeout=None):
+        self.created.append(body)
+        self.existing[body["metadata"]["name"]] = body["metadata"]["labels"]
+
+
+class TestTheSuitesNamespaces:
+    """The suite deletes only what it created (issue 30.4): its namespaces carry its label."""
+
+    def test_a_namespace_of_that_name_that_is_not_the_suites_stops_the_run_untouched(self):
+        api = FakeNamespaces({"e2e-hami": {"team": "theirs"}})
+        with pytest.raises(support.NotTheSuites, match="e2e-hami exists and was not created by the live"):
+            support.claim_namespace(api, "e2e-hami", lambda: None)
+        assert api.deleted == [] and api.created == []
+        assert support.release_namespace(api, "e2e-hami") is False and api.deleted == []
+
+    def test_an_earlier_runs_namespace_is_made_afresh_and_a_new_one_is_labelled(self):
+        waited = []
+        api = FakeNamespaces({"e2e-hami": {support.SUITE_LABEL: "true"}})
+        support.claim_namespace(api, "e2e-hami", lambda: waited.append(True))
+        assert api.deleted == ["e2e-hami"] and waited == [True]
+        support.claim_namespace(api, "e2e-unpoliced", lambda: waited.append(False))
+        assert [b["metadata"] for b in api.created] == [
+            {"name": name, "labels": {support.SUITE_LABEL: "true"}} for name in ("e2e-hami", "e2e-unpoliced")]
+        assert waited == [True]
+
+    def test_a_namespace_already_gone_is_nothing_to_release(self):
+        assert support.release_namespace(FakeNamespaces({}), "e2e-hami") is False
