@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 
 from kamaji_hami_platform.config import ManagementConfig
+from kamaji_hami_platform.docker_calls import bounded_docker
 from kamaji_hami_platform.management.render import control_plane_container
 from kamaji_hami_platform.shell_templates import Shell, Text
 from kamaji_hami_platform.shell_templates import render as render_script
@@ -40,7 +41,8 @@ def management_access(management: ManagementConfig) -> tuple[Shell, Shell, str]:
     existing: this host's kubectl with the kubeconfig the stack holds ($MANAGEMENT_KUBECONFIG)."""
     if management.is_kind:
         node = control_plane_container(management)
-        return (Shell(render_script(_PACKAGE, "kind_node_access.sh", node=node)),
+        preamble = render_script(_PACKAGE, "kind_node_access.sh", node=node, bounded_docker=bounded_docker())
+        return (Shell(preamble),
                 Shell(f'docker exec -i "$node" {KIND_NODE_KUBECTL}'), _management_kubectl(shlex.quote(node)))
     return (private_kubeconfig(MANAGEMENT_KUBECONFIG_ENV, "management_kc"),
             Shell('kubectl --kubeconfig "$management_kc"'), "kubectl --context <the management cluster's>")

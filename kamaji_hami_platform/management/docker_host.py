@@ -15,6 +15,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 
+from kamaji_hami_platform.docker_calls import bounded_docker
 from kamaji_hami_platform.shell_templates import Shell, Text
 from kamaji_hami_platform.shell_templates import render as render_script
 
@@ -27,7 +28,7 @@ _PACKAGE = "kamaji_hami_platform.management"
 
 def host_flags_script() -> str:
     """Print the extra `docker run` flags this Docker host needs, on one line (maybe empty)."""
-    return render_script(_PACKAGE, "docker_host_flags.sh")
+    return render_script(_PACKAGE, "docker_host_flags.sh", bounded_docker=bounded_docker())
 
 
 def proxy_settings(environment: Mapping[str, str]) -> dict[str, str]:

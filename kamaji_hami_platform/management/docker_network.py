@@ -11,6 +11,7 @@ Rationale: docs/design/docker-network.md.
 
 from __future__ import annotations
 
+from kamaji_hami_platform.docker_calls import bounded_docker
 from kamaji_hami_platform.network import MAX_PREFIX, MIN_PREFIX, layout
 from kamaji_hami_platform.shell_templates import Text
 from kamaji_hami_platform.shell_templates import render as render_script
@@ -28,7 +29,8 @@ def create_script(network: str, subnet: str, cluster: str) -> str:
     older CLIs print "No such network"), never a bare "not found", which the shell says of a
     missing docker binary."""
     plan = layout(subnet)
-    return render_script(_PACKAGE, "docker_network_create.sh", network=network, cluster=Text(cluster),
+    return render_script(_PACKAGE, "docker_network_create.sh", network=network,
+                         bounded_docker=bounded_docker(), cluster=Text(cluster),
                          label=Text(NETWORK_LABEL), subnet=Text(subnet),
                          dynamic_range=Text(str(plan.dynamic_range)), gateway=Text(str(plan.gateway)),
                          min_prefix=MIN_PREFIX, max_prefix=MAX_PREFIX)
@@ -37,5 +39,6 @@ def create_script(network: str, subnet: str, cluster: str) -> str:
 def delete_script(network: str, cluster: str) -> str:
     """Remove the network once nothing is attached; one the platform did not create is left
     alone (a warning); containers still attached stop the delete, naming them."""
-    return render_script(_PACKAGE, "docker_network_delete.sh", network=network, cluster=Text(cluster),
+    return render_script(_PACKAGE, "docker_network_delete.sh", network=network,
+                         bounded_docker=bounded_docker(), cluster=Text(cluster),
                          label=Text(NETWORK_LABEL))

@@ -14,6 +14,7 @@ import yaml
 from kamaji_hami_platform import names, versions
 from kamaji_hami_platform.config import MANAGEMENT_POD_CIDR, MANAGEMENT_SERVICE_CIDR, ManagementConfig
 from kamaji_hami_platform.create_only_guards import CreateOnlySetting
+from kamaji_hami_platform.docker_calls import bounded_docker
 from kamaji_hami_platform.shell_templates import Shell, Text
 from kamaji_hami_platform.shell_templates import render as render_script
 
@@ -72,7 +73,8 @@ def kind_create_script(management: ManagementConfig) -> str:
     provider.go): a kind release that ignores it would put the node on `kind`, where workers
     and MetalLB addresses are not, and the failure would surface far from its cause."""
     return render_script(
-        _PACKAGE, "kind_create.sh", list_clusters=_list_clusters_or_fail("created"),
+        _PACKAGE, "kind_create.sh", bounded_docker=bounded_docker(),
+        list_clusters=_list_clusters_or_fail("created"),
         cluster=Text(management.name), kubeconfig_dir=KIND_KUBECONFIG_DIR,
         kubeconfig=kind_kubeconfig_path(management), node=Text(control_plane_container(management)),
         network=Text(management.docker_network), network_env=Text(KIND_NETWORK_ENV),

@@ -20,6 +20,7 @@ network for the one and Kamaji's RBAC for the other.
 from __future__ import annotations
 
 from kamaji_hami_platform.config import ManagementConfig, TenantConfig
+from kamaji_hami_platform.docker_calls import bounded_docker
 from kamaji_hami_platform.management.access import management_access, private_kubeconfig
 from kamaji_hami_platform.management.render import (
     KAMAJI_NAMESPACE,
@@ -51,7 +52,8 @@ def _tenant_access(tenant: TenantConfig, management: ManagementConfig,
     if not management.is_kind:
         return (private_kubeconfig(KUBECONFIG_ENV, "tenant_kc"),
                 Shell(f'{bounded} --kubeconfig "$tenant_kc" --request-timeout={REQUEST_TIMEOUT}'))
-    preamble = render_script(_PACKAGE, "admin_access_kind_node.sh", node=control_plane_container(management),
+    preamble = render_script(_PACKAGE, "admin_access_kind_node.sh", bounded_docker=bounded_docker(),
+                               node=control_plane_container(management),
                              file=f"/tmp/{tenant.name}-admin-access.conf",
                              kubeconfig_env=Text(KUBECONFIG_ENV), tenant=Text(tenant.name))
     return Shell(preamble), Shell(f'docker exec "$node" {bounded} --kubeconfig "$file"'

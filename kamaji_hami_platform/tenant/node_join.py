@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from kamaji_hami_platform import network, versions
 from kamaji_hami_platform.config import ManagementConfig, TenantConfig
+from kamaji_hami_platform.docker_calls import bounded_docker
 from kamaji_hami_platform.management import docker_host
 from kamaji_hami_platform.shell_templates import Shell, Text
 from kamaji_hami_platform.shell_templates import render as render_script
@@ -119,7 +120,8 @@ def image_pull_script(image: str) -> str:
     """Make the image available before any worker is replaced: a pull that fails (a version
     without an image) fails before an old worker is deleted. A present image is not pulled
     again (an air-gapped host that mirrored it keeps working)."""
-    return render_script(_PACKAGE, "worker_image.sh", image=image, image_text=Text(image))
+    return render_script(_PACKAGE, "worker_image.sh", image=image, image_text=Text(image),
+                         bounded_docker=bounded_docker())
 
 
 # What a join reads, from the four steps Kamaji starts at once for a tenant (clastix/kamaji
@@ -196,7 +198,8 @@ def create_script(worker: Worker) -> str:
     iptables rule of the old cluster is left on it (`kubeadm reset` would leave them).
     """
     return render_script(
-        _PACKAGE, "worker_create.bash", name=worker.name, redact=Shell(REDACT_SED),
+        _PACKAGE, "worker_create.bash", name=worker.name, bounded_docker=bounded_docker(),
+        redact=Shell(REDACT_SED),
         lookup=_container_lookup(worker.management.name),
         proxy_flags=docker_host.proxy_script(no_proxy_extra(worker)),
         run_args=Shell(" ".join(shlex.quote(arg) for arg in docker_run_args(worker)[:-1])),
@@ -235,7 +238,8 @@ def delete_script(worker: Worker) -> str:
     """
     kubeconfig = "/tmp/tenant-admin.conf"
     return render_script(
-        _PACKAGE, "worker_delete.bash", name=worker.name, lookup=_container_lookup(worker.management.name),
+        _PACKAGE, "worker_delete.bash", name=worker.name, bounded_docker=bounded_docker(),
+        lookup=_container_lookup(worker.management.name),
         cluster=Text(worker.management.name), skip_drain_env=Text(SKIP_DRAIN_ENV),
         api_unreachable=API_UNREACHABLE,
         kubeconfig_env=Text(KUBECONFIG_ENV), kubeconfig=Text(kubeconfig),

@@ -29,6 +29,7 @@ from typing import Any
 
 from kamaji_hami_platform import names, network
 from kamaji_hami_platform.config import ManagementConfig, TenantConfig
+from kamaji_hami_platform.docker_calls import bounded_docker
 from kamaji_hami_platform.management.docker_network import NETWORK_LABEL
 from kamaji_hami_platform.management.render import METALLB_API_VERSION, METALLB_NAMESPACE
 from kamaji_hami_platform.shell_templates import Text
@@ -63,6 +64,7 @@ def create_script(tenant: TenantConfig, management: ManagementConfig) -> str:
     own = tenant_network(tenant, management)
     return render_script(
         _PACKAGE, "own_network_create.sh", network=network_name(tenant, management),
+        bounded_docker=bounded_docker(),
         node=names.kind_node_container(management.name), label=Text(NETWORK_LABEL),
         owner=Text(owner(tenant, management)), tenant=Text(tenant.name), subnet=Text(str(own.subnet)),
         dynamic_range=Text(str(own.dynamic_range)), gateway=Text(str(own.gateway)),
@@ -74,6 +76,7 @@ def delete_script(tenant: TenantConfig, management: ManagementConfig) -> str:
     this tenant's is left alone (a warning); a kind node already gone is fine."""
     return render_script(
         _PACKAGE, "own_network_delete.sh", network=network_name(tenant, management),
+        bounded_docker=bounded_docker(),
         node=names.kind_node_container(management.name), label=Text(NETWORK_LABEL),
         owner=Text(owner(tenant, management)))
 

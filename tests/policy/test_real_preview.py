@@ -151,6 +151,7 @@ _CHART = "Kamaji's chart from its tag, verified by digest (unknown in a fresh pr
 _NODES = "only the nodes the config lists may register (tenant/node_admission.py)"
 _BOUNDED_WAIT = "each try bounded, an API that did not answer told from an answer 'no'"
 _OWN_NETWORK = "each tenant on a Docker network of its own, its API address there (issue 29)"
+_BOUNDED_DOCKER = "every docker call bounded in time (docker_calls.py)"
 RECORDING_DRIFT: dict[str, tuple[str, str]] = {
     # name: (what differs, why)
     "kamaji-hami-platform-dev": ("removed", "the stack: the engine's, not a registration"),
@@ -178,7 +179,9 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
                          "ConfigMaps updated in place; the recording ran provider 4.25.0, "
                          "the program pins 4.34.2") for tenant in ("tenant-a", "tenant-b")},
     "management-k8s": ("clusterIdentifier,version", f"{_IDS}; provider 4.25.0 in the recording"),
-    **{f"management-{command}": ("triggers", _IDS) for command in ("kamaji-webhook", "kubeconfig")},
+    "management-kubeconfig": ("triggers", _IDS),
+    "management-kamaji-webhook": ("create,triggers", f"{_IDS}; {_BOUNDED_DOCKER}"),
+    **{f"{tenant}-worker-image": ("create", _BOUNDED_DOCKER) for tenant in ("tenant-a", "tenant-b")},
     # the platform's own network replaces kind's `kind` and the range read from it
     "management-docker-network": ("removed", _NETWORK),
     "management-network": ("added", _NETWORK),

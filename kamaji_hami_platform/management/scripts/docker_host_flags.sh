@@ -1,4 +1,5 @@
 set -eu
+@bounded_docker@
 if ! security=$(docker info --format '{{json .SecurityOptions}}' 2>&1); then
   echo "cannot ask Docker about this host (is Docker running?): $security" >&2; exit 1
 fi

@@ -1,5 +1,6 @@
 set -eu
 command -v docker >/dev/null || { echo "docker is not installed or not on PATH" >&2; exit 1; }
+@bounded_docker@
 network=@network@
 if ! owner=$(docker network inspect --format '{{ index .Labels "@label@" }}' "$network" 2>&1); then
   case "$owner" in

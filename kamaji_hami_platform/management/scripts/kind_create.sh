@@ -1,4 +1,5 @@
 set -eu
+@bounded_docker@
 @list_clusters@
 if printf '%s\n' "$clusters" | grep -qx @cluster@; then
   echo 'kind cluster @cluster@ already exists'

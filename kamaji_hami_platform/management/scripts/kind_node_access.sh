@@ -1,1 +1,2 @@
+@bounded_docker@
 node=@node@

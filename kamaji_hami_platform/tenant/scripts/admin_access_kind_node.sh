@@ -1,3 +1,4 @@
+@bounded_docker@
 node=@node@
 file=@file@
 trap 'docker exec "$node" rm -f "$file" >/dev/null 2>&1 || true' EXIT

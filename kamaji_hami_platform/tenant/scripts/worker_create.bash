@@ -1,4 +1,5 @@
 set -eu
+@bounded_docker@
 name=@name@
 # Only a container this run started is removed on failure: one that was there (stopped, or joined)
 # keeps its /var volume, the node's data, and the message says how to recover it.

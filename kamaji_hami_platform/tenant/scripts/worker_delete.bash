@@ -1,4 +1,5 @@
 set -eu
+@bounded_docker@
 name=@name@
 @lookup@
 lookup
