@@ -10,7 +10,7 @@ import pulumi
 import pulumi_kubernetes as kubernetes
 from pulumi_command import local
 
-from kamaji_hami_platform import resource_inputs, versions
+from kamaji_hami_platform import guardrails, resource_inputs, versions
 from kamaji_hami_platform.config import TenantConfig
 from kamaji_hami_platform.config.settings import (
     ChartSettings,
@@ -80,6 +80,10 @@ class HamiNodePool(pulumi.ComponentResource):
         where = f"HamiNodePool {name!r}"
         tenant = tenant_config(args["tenant"], where, gpu_models(args.get("gpu_models"), where))
         reference_pod = reference_request(pod_shape(args.get("reference_pod"), where))
+        # The pack's guarantees the program can hold itself, before anything is registered.
+        values = deep_merge(render.hami_values(tenant), args.get("helm_values"))
+        guardrails.hami_webhook_fails_closed(values, where)
+        guardrails.chart_pinned(args.get("chart"), f"{where}: chart")
         cluster_name = args["cluster_name"]
         workers = resource_inputs.resource_inputs_by_name(tenant.worker_names(), args["workers"],
                                                           resource_inputs.COMMAND, where, "workers")
@@ -109,7 +113,7 @@ class HamiNodePool(pulumi.ComponentResource):
             name=render.HAMI_RELEASE,
             **chart_args(versions.HAMI_CHART, args.get("chart")),
             namespace=render.HAMI_NAMESPACE,
-            values=deep_merge(render.hami_values(tenant), args.get("helm_values")),
+            values=values,
             timeout=HELM_TIMEOUT_SECONDS,
             opts=pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(
                 depends_on=[*registrations, *agent])),

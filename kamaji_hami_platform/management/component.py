@@ -11,7 +11,7 @@ import pulumi
 import pulumi_kubernetes as kubernetes
 from pulumi_command import local
 
-from kamaji_hami_platform import config, versions
+from kamaji_hami_platform import config, guardrails, versions
 from kamaji_hami_platform.config import ManagementConfig
 from kamaji_hami_platform.config.settings import ChartSettings, ManagementSettings, management_config
 from kamaji_hami_platform.create_only_guards import create_only_guards
@@ -85,6 +85,8 @@ def _check_release_keys(args: ManagementClusterArgs, where: str) -> None:
         if unknown:
             raise ValueError(f"{where}: {key}: unknown release(s) {', '.join(unknown)} "
                              f"(releases: {', '.join(RELEASES)})")
+    for release, override in (args.get("charts") or {}).items():
+        guardrails.chart_pinned(override, f"{where}: charts.{release}")
 
 
 def _existing_kubeconfig(management: ManagementConfig, kubeconfig: pulumi.Input[str] | None,
