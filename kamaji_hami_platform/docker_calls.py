@@ -17,10 +17,11 @@ DOCKER_TIMEOUT_ENV = "KHP_DOCKER_TIMEOUT"
 # link; a worker's join inside `docker exec`, which waits up to 6 minutes for Kamaji and Ready).
 DEFAULT_DOCKER_TIMEOUT_SECONDS = 900
 TIMED_OUT = 124  # coreutils timeout's exit status
+KILL_AFTER_SECONDS = 30  # then KILL, for a client that ignores the TERM
 
 
 def bounded_docker() -> Shell:
     """Shell that defines the bounded `docker` function (place it after any `command -v docker`)."""
     return Shell(render_script("kamaji_hami_platform", "docker_bounded.sh",
                                timeout_env=Text(DOCKER_TIMEOUT_ENV), default=DEFAULT_DOCKER_TIMEOUT_SECONDS,
-                               timed_out=TIMED_OUT))
+                               timed_out=TIMED_OUT, kill_after=KILL_AFTER_SECONDS))

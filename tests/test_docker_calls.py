@@ -10,7 +10,7 @@ import pytest
 
 from kamaji_hami_platform import docker_calls
 from kamaji_hami_platform.config import parse_config
-from kamaji_hami_platform.management import access, docker_host, docker_network, render
+from kamaji_hami_platform.management import access, docker_host, docker_network, kindnet, render
 from kamaji_hami_platform.tenant import node_join, own_network
 from tests.harness import dev_stack_config
 from tests.standins import FAKES, run_script, stand_in
@@ -36,6 +36,7 @@ def scripts() -> dict[str, tuple[str, str]]:
         "a worker's create": ("bash", node_join.create_script(worker)),
         "a worker's delete": ("bash", node_join.delete_script(worker)),
         "a kubectl in the kind node": ("sh", f"set -eu\n{preamble}{kube} get nodes\n"),
+        "kindnet's limits": ("sh", kindnet.remove_limits_script(management)),
     }
 
 

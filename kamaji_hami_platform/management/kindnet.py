@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 
 from kamaji_hami_platform.config import ManagementConfig
+from kamaji_hami_platform.docker_calls import bounded_docker
 from kamaji_hami_platform.management.access import KIND_NODE_KUBECTL
 from kamaji_hami_platform.management.render import control_plane_container
 from kamaji_hami_platform.shell_templates import Shell, Text
@@ -30,6 +31,7 @@ def remove_limits_script(management: ManagementConfig) -> str:
     """Remove kindnet's limits (when it still has them) and wait for the rolled pods."""
     return render_script(
         _PACKAGE, "kindnet_limits.sh", node=control_plane_container(management),
+        bounded_docker=bounded_docker(),
         kubectl=Shell(f'docker exec "$node" {KIND_NODE_KUBECTL} -n kube-system'),
         daemonset=Text(KINDNET_DAEMONSET), container=Text(KINDNET_CONTAINER), patch=REMOVE_LIMITS,
         rollout_timeout=Text(ROLLOUT_TIMEOUT))

@@ -51,7 +51,11 @@ TYPE_TOKEN = "kamaji-hami-platform:index:KamajiTenant"
 ADMIN_KUBECONFIG_KEY = "admin.conf"
 
 
-def decode_admin_kubeconfig(secret_data: dict[str, str]) -> str:
+def decode_admin_kubeconfig(secret_data: dict[str, str] | None) -> str:
+    """The admin kubeconfig; unknown when the Secret was not read (a read of an unknown id, which
+    an `up` leaves empty: pulumi pkg/resource/deploy/step.go ReadStep.Apply)."""
+    if secret_data is None:
+        return pulumi.output.UNKNOWN  # type: ignore[return-value]
     return base64.b64decode(secret_data[ADMIN_KUBECONFIG_KEY]).decode()
 
 
@@ -86,6 +90,8 @@ def control_plane_uid(secret_metadata: object, dry_run: bool, tenant: str = "") 
     in `up`.
     Rationale and sources: docs/design/tenant-control-plane.md.
     """
+    if secret_metadata is None:  # not read: the control plane does not exist yet (a targeted up)
+        return pulumi.output.UNKNOWN  # type: ignore[return-value]
     owners = getattr(secret_metadata, "owner_references", None) or []
     uid = next((o.uid for o in owners if o.kind == tcp_render.KIND and o.controller), None)
     if uid:

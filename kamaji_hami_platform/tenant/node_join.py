@@ -14,7 +14,7 @@ import hashlib
 import shlex
 from dataclasses import dataclass
 
-from kamaji_hami_platform import network, versions
+from kamaji_hami_platform import docker_calls, network, versions
 from kamaji_hami_platform.config import ManagementConfig, TenantConfig
 from kamaji_hami_platform.docker_calls import bounded_docker
 from kamaji_hami_platform.management import docker_host
@@ -199,6 +199,7 @@ def create_script(worker: Worker) -> str:
     """
     return render_script(
         _PACKAGE, "worker_create.bash", name=worker.name, bounded_docker=bounded_docker(),
+        timed_out=docker_calls.TIMED_OUT,
         redact=Shell(REDACT_SED),
         lookup=_container_lookup(worker.management.name),
         proxy_flags=docker_host.proxy_script(no_proxy_extra(worker)),

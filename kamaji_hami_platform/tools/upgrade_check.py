@@ -20,6 +20,7 @@ resource's inputs or outputs beyond the guards' recorded values (settings, never
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,7 +62,10 @@ def guarded_settings(platform: PlatformConfig) -> list[GuardedSetting]:
                             management_render.MANAGEMENT_WAY_OUT)
              for s in management_render.management_create_only(management)]
     for tenant in platform.tenants:
-        values = control_plane.create_only_values(tenant, management)
+        # As the component computes it: a hosts tenant's settings carry no addressBlock
+        # (config/settings.py `tenant_settings`), so its component reads 0.
+        registered = dataclasses.replace(tenant, address_block=0) if tenant.on_hosts else tenant
+        values = control_plane.create_only_values(registered, management)
         found += [GuardedSetting(guard_name(tenant.name, s.key), s.path, values[s.key],
                                  control_plane.create_only_way_out(tenant))
                   for s in control_plane.create_only_settings(tenant)]

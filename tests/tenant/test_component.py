@@ -82,25 +82,28 @@ class UntargetedNewControlPlanes(PlatformMocks):
     does not exist fails, as the engine's read does."""
 
     reads: list[str]
+    preview: bool
 
     def new_resource(self, args):
         if args.typ.endswith(":TenantControlPlane"):
             return "", dict(args.inputs)
         if args.typ == "kubernetes:core/v1:Secret" and args.resource_id == UNKNOWN:
-            # The engine skips the read of an unknown id: its outputs stay unknown.
-            return "", {key: pulumi.output.UNKNOWN for key in ("data", "metadata")}
+            # The engine skips the read of an unknown id: unknown outputs in a preview, none in an
+            # update (pulumi pkg/resource/deploy/step.go ReadStep.Apply).
+            if self.preview:
+                return "", {key: pulumi.output.UNKNOWN for key in ("data", "metadata")}
+            return "", {}
         if args.typ == "kubernetes:core/v1:Secret" and args.resource_id:
             self.reads.append(args.resource_id)
             raise RuntimeError(f"resource '{args.resource_id}' does not exist")
         return super().new_resource(args)
 
 
-def test_a_targeted_run_before_a_tenant_exists_reads_no_admin_secret():
-    """`pulumi preview --target` and `up --target` take this path alike; it runs here as a preview,
-    where the mocks may hand back unknown outputs (the skipped read's)."""
+@pytest.mark.parametrize("preview", [True, False], ids=["preview --target", "up --target"])
+def test_a_targeted_run_before_a_tenant_exists_reads_no_admin_secret(preview):
     mocks = UntargetedNewControlPlanes()
-    mocks.reads = []
-    run_program(dev_stack_config(), mocks=mocks, preview=True)
+    mocks.reads, mocks.preview = [], preview
+    run_program(dev_stack_config(), mocks=mocks, preview=preview)
     assert mocks.reads == [], "a read of an unknown id is skipped by the engine, never sent to the mocks"
 
 

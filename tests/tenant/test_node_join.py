@@ -271,6 +271,15 @@ class TestDockerHostAndState:
         assert (tmp_path / "containers" / "tenant-a-worker-0").exists()
         assert not [c for c in calls(tmp_path) if c.startswith("rm ")]
 
+    def test_a_joined_worker_whose_ca_cannot_be_read_is_never_taken_for_another_control_planes(
+            self, worker, tmp_path):
+        """An empty CA read would look like another control plane's and remove the worker."""
+        assert run(node_join.create_script(worker), tmp_path).returncode == 0
+        result = run(node_join.create_script(worker), tmp_path, FAKE_CA_UNREADABLE="1")
+        assert result.returncode == 1 and "cannot read the node's CA" in result.stderr
+        assert "kept with its volume" in result.stderr
+        assert not [c for c in calls(tmp_path) if c.startswith("rm ")]
+
     @pytest.mark.parametrize("script", [node_join.create_script, node_join.delete_script])
     def test_a_docker_that_does_not_answer_is_an_error_not_absent(self, worker, tmp_path, script):
         result = run(script(worker), tmp_path, FAKE_DOCKER_DOWN="1")

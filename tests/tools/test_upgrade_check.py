@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kamaji_hami_platform.config import parse_config
+from kamaji_hami_platform.config import load_stack_file, parse_config
 from kamaji_hami_platform.tools import upgrade_check
 from tests.harness import dev_stack_config
 from tests.recorded_state import recorded_state
@@ -106,3 +106,11 @@ def test_an_unprotected_state_stops_the_preview_too(tmp_path):
 def test_a_stack_never_deployed_has_nothing_to_say(tmp_path):
     result = run_check(tmp_path, {"version": 3, "deployment": {"manifest": {}}}, "up", dev_stack_config())
     assert result.returncode == 0 and result.stderr == ""
+
+
+def test_a_stack_of_worker_hosts_has_nothing_to_say_for_its_own_config():
+    """A hosts tenant's settings carry no addressBlock, so its guard recorded 0 whatever its
+    position (a review found sandbox, the second, reported as changed and `make up` refused)."""
+    platform = load_stack_file(ROOT / "examples" / "production" / "Pulumi.prod.yaml")
+    for version in ("0.1.0", "4dc9ef2"):
+        assert upgrade_check.problems(export_of(version, "production"), platform) == ([], []), version

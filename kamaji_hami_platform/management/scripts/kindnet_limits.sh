@@ -1,4 +1,5 @@
 set -eu
+@bounded_docker@
 node=@node@
 container=$(@kubectl@ get daemonset @daemonset@ -o jsonpath='{.spec.template.spec.containers[0].name}')
 if [ "$container" != @container@ ]; then

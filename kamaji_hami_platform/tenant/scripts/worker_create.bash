@@ -25,6 +25,7 @@ run_container() {
 wait_containerd() {
   for attempt in $(seq 1 60); do
     if docker exec "$name" systemctl is-active --quiet containerd 2>/dev/null; then return 0; fi
+    [ "$docker_status" != @timed_out@ ] || fail "Docker did not answer (is the daemon hung?)"
     sleep 2
   done
   fail "containerd did not start in the container within 120s"
@@ -42,11 +43,17 @@ case "$running" in
          docker start "$name" >/dev/null || fail "docker start failed" ;;
 esac
 wait_containerd
-if docker exec "$name" test -f @kubelet_config@; then
-  # The tenant's CA, as PEM without line breaks, from its kubeconfig and from the node.
+joined=false
+if docker exec "$name" test -f @kubelet_config@; then joined=true
+elif [ "$docker_status" = @timed_out@ ]; then fail "Docker did not answer (is the daemon hung?)"
+fi
+if [ "$joined" = true ]; then
+  # The tenant's CA, as PEM without line breaks, from its kubeconfig and from the node. A node
+  # whose CA cannot be read is never taken for another control plane's (that would remove it).
   want=$(printf '%s\n' "$@kubeconfig_env@" | sed -n 's/^ *certificate-authority-data: *//p' \
     | head -n 1 | base64 -d 2>/dev/null | tr -d '\r\n' || true)
-  have=$(docker exec "$name" cat @node_ca_cert@ 2>/dev/null | tr -d '\r\n' || true)
+  have=$(docker exec "$name" cat @node_ca_cert@ 2>/dev/null) || fail "cannot read the node's CA"
+  have=$(printf '%s' "$have" | tr -d '\r\n')
   # No CA data in the kubeconfig: nothing to compare, leave the node as it is.
   if [ -z "$want" ] || [ "$want" = "$have" ]; then
     echo "worker $name already joined"; exit 0
