@@ -369,6 +369,27 @@ class KamajiTenant(pulumi.ComponentResource):
     def _worker(self, worker: node_join.Worker, previous: list[local.Command],
                 network: resource_inputs.ResourceInput | None,
                 host_flags: pulumi.Input[str]) -> local.Command:
+        """`<worker>-leave`, whose delete drains the node, then the worker container. Both are
+        replaced together (the same triggers), the leave first: the worker's replacement releases
+        its GPU registration before the worker's own delete (the registration names the worker in
+        `replace_with`), so the drain that may fail runs before, in the leave's, and a failed one
+        stops the rolling replacement with the node uncordoned and still registered."""
+        triggers = [worker.name, worker.image, worker.network, self.control_plane_uid,
+                    node_join.container_spec_hash(worker, docker_host.environment_digest(os.environ)),
+                    host_flags]
+        ordering = [self.control_plane, self.admin_access, self.worker_image, *self.node_admission,
+                    *previous, *(network.ordering if network is not None else ())]
+        replace_with = [network.resource] if network is not None else None
+        leave = local.Command(
+            f"{worker.name}-leave",
+            create=node_join.LEAVE_CREATE,
+            delete=node_join.drain_script(worker),
+            interpreter=["/bin/bash", "-c"],
+            environment={node_join.KUBECONFIG_ENV: self.kubeconfig},
+            logging=local.Logging.STDERR,
+            triggers=triggers,
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True, depends_on=ordering,
+                                        replace_with=replace_with))
         return local.Command(
             worker.name,
             create=node_join.create_script(worker),
@@ -382,18 +403,13 @@ class KamajiTenant(pulumi.ComponentResource):
             # the new one instead of staying "already joined" to the old.
             # A changed container specification (flags, image, network) replaces it too:
             # for a joined worker the create script alone changes nothing.
-            triggers=[worker.name, worker.image, worker.network,
-                      self.control_plane_uid,
-                      node_join.container_spec_hash(worker, docker_host.environment_digest(os.environ)),
-                      host_flags],
+            triggers=triggers,
             opts=pulumi.ResourceOptions(
                 parent=self, delete_before_replace=True,
                 additional_secret_outputs=["stdout"],
-                depends_on=[self.control_plane, self.admin_access, self.worker_image, *self.node_admission,
-                            *previous,
-                            *(network.ordering if network is not None else ())],
+                depends_on=[*ordering, leave],
                 # Attached to the network: a new network (same name) needs it gone first.
-                replace_with=[network.resource] if network is not None else None),
+                replace_with=replace_with),
         )
 
     def _host_worker(self, name: str, host: HostConfig, keys: dict[str, pulumi.Input[str]],

@@ -216,7 +216,8 @@ def _inner_delete_script(node: str, kubeconfig: str) -> str:
 
     Exit REMOVED when the node is gone (or never was in the tenant), DRAIN_FAILED when the
     drain fails (a PodDisruptionBudget, a pod that will not go),
-    API_UNREACHABLE when the tenant API does not answer. `$1` is `drain` or `no-drain`.
+    API_UNREACHABLE when the tenant API does not answer. `$1` is `drain`, `no-drain` or
+    `drain-only` (the node drained and kept: REMOVED).
     `--force` deletes pods no controller recreates; `--delete-emptydir-data` drops their
     emptyDir volumes: both would go with the node anyway.
     """
@@ -226,6 +227,25 @@ def _inner_delete_script(node: str, kubeconfig: str) -> str:
                          bounded_kubectl=bounded, node=Text(node), removed=REMOVED,
                          api_unreachable=API_UNREACHABLE,
                          drain_timeout=Text(DRAIN_TIMEOUT), drain_failed=DRAIN_FAILED)
+
+
+# Nothing to do on create: the leave's delete drains the node when the worker is replaced or removed.
+LEAVE_CREATE = "echo 'drained on replacement or removal'\n"
+
+
+def drain_script(worker: Worker) -> str:
+    """The delete of `<worker>-leave`: drain the node, and only that (its replacement or removal
+    deletes it after). It runs before the worker and its GPU registration are replaced (their
+    replacement cascade starts at the worker, the leave goes first as a replacement of its own), so
+    a drain that fails stops there with the node uncordoned and still registered. Nothing to do
+    when the container is gone, another stack's, or `KHP_SKIP_DRAIN=1`."""
+    kubeconfig = "/tmp/tenant-admin.conf"
+    return render_script(
+        _PACKAGE, "worker_drain.bash", name=worker.name, bounded_docker=bounded_docker(),
+        lookup=_container_lookup(worker.management.name), skip_drain_env=Text(SKIP_DRAIN_ENV),
+        api_unreachable=API_UNREACHABLE, kubeconfig_env=Text(KUBECONFIG_ENV), kubeconfig=Text(kubeconfig),
+        leave=_inner_delete_script(worker.name, kubeconfig), removed=REMOVED, redact=Shell(REDACT_SED),
+        drain_failed=DRAIN_FAILED, tenant=worker.tenant.name)
 
 
 def delete_script(worker: Worker) -> str:

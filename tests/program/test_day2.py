@@ -90,6 +90,19 @@ class TestKubernetesUpgrade:
         assert position(steps, "create-replacement", "tenant-a-worker-image") < \
             position(steps, "delete-replaced", "tenant-a-worker-0")
 
+    def test_each_worker_is_drained_before_its_gpu_registration_is_released(self, steps):
+        """The leave's delete drains first: a drain that fails stops the update with the node
+        still registered (the registration names the worker in replace_with, so the worker's own
+        replacement releases it before the worker's delete runs)."""
+        for index in (0, 1):
+            node = f"tenant-a-worker-{index}"
+            assert ops(steps)[f"{node}-leave"] == REPLACED_AFTER_DELETE
+            assert position(steps, "delete-replaced", f"{node}-leave") < \
+                position(steps, "delete-replaced", f"tenant-a-gpus-{node}")
+        # worker-1 is drained only once worker-0's replacement exists: the rolling order holds.
+        assert position(steps, "create-replacement", "tenant-a-worker-0") < \
+            position(steps, "delete-replaced", "tenant-a-worker-1-leave")
+
     def test_gpu_registration_follows_each_new_node(self, steps):
         """The old worker's delete removes its Node; the new Node must get label and cards again.
         With replace_with, the engine releases the patch before the worker goes (a delete-before-

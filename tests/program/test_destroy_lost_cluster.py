@@ -99,7 +99,8 @@ def test_no_kubernetes_object_is_deleted_through_its_provider(deployed):
     assert {reg.type for _, reg in calls} == {COMMAND}
     with_scripts = sorted(reg.name for _, reg in calls if reg.inputs.get("delete"))
     assert with_scripts == ["management-kind", "management-network", "tenant-a-network", "tenant-a-worker-0",
-                            "tenant-a-worker-1", "tenant-b-network", "tenant-b-worker-0"]
+                            "tenant-a-worker-0-leave", "tenant-a-worker-1", "tenant-a-worker-1-leave",
+                            "tenant-b-network", "tenant-b-worker-0", "tenant-b-worker-0-leave"]
 
 
 def test_the_network_goes_after_everything_attached_to_it(deployed):

@@ -142,6 +142,10 @@ def _tenant_cases(prefix: str, tenant: TenantConfig, management: ManagementConfi
         yield Case(f"{where}/{worker.name}-create.bash", BASH, lambda w=worker: node_join.create_script(w),
                    frozenset({"SC2034"}))
         yield Case(f"{where}/{worker.name}-delete.bash", BASH, lambda w=worker: node_join.delete_script(w))
+        yield Case(f"{where}/{worker.name}-leave-delete.bash", BASH,
+                   lambda w=worker: node_join.drain_script(w))
+        if index == 0:
+            yield Case(f"{where}/worker-leave-create.bash", BASH, lambda: node_join.LEAVE_CREATE)
 
 
 # Whose nodes the production example's hosts are (the program takes the project and stack from
@@ -181,6 +185,7 @@ SIBLINGS = (
     "node-port/kamaji-", "node-port/create-only-",
     "shared-network/tenant-a/admin-access", "shared-network/tenant-a/create-only-",
     "shared-network/tenant-a/worker-image", "shared-network/tenant-a/tenant-a-worker-0-delete",
+    "shared-network/tenant-a/tenant-a-worker-0-leave-delete", "shared-network/tenant-a/worker-leave-create",
 )
 
 

@@ -151,7 +151,7 @@ def test_more_workers_make_more_worker_commands(dev_config):
     dev_config["tenants"][1]["workers"] = 3
     program = run_program(dev_config)
     names = sorted(r.name for r in program.of_type("command:local:Command") if "-worker-" in r.name
-                   and not r.name.endswith("-image"))
+                   and not r.name.endswith(("-image", "-leave")))
     assert names == ["tenant-a-worker-0", "tenant-b-worker-0", "tenant-b-worker-1", "tenant-b-worker-2"]
 
 

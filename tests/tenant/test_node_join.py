@@ -201,6 +201,29 @@ class TestDelete:
         assert (joined / "containers" / "tenant-a-worker-0").exists()
         assert not any(c.startswith("rm ") for c in calls(joined))
 
+    def test_the_leave_drains_and_keeps_the_node_and_its_container(self, worker, joined):
+        """`<worker>-leave`'s delete: the drain alone (the worker's delete removes the rest)."""
+        result = run(node_join.drain_script(worker), joined)
+        assert result.returncode == 0, result.stderr
+        assert [c for c in calls(joined) if c.startswith("kubectl") and " drain tenant-a-worker-0 " in c]
+        assert not [c for c in calls(joined) if c.startswith("kubectl") and " delete node " in c]
+        assert (joined / "nodes" / "tenant-a-worker-0").exists()
+        assert (joined / "containers" / "tenant-a-worker-0").exists()
+
+    def test_the_leave_s_failed_drain_stops_before_anything_is_released(self, worker, joined):
+        result = run(node_join.drain_script(worker), joined, FAKE_DRAIN_FAIL="1")
+        assert result.returncode == 1 and "the drain failed" in result.stderr
+        assert "uncordoned again, still registered" in result.stderr
+        assert not (joined / "nodes" / "tenant-a-worker-0.cordoned").exists(), "uncordoned again"
+        assert (joined / "containers" / "tenant-a-worker-0").exists()
+
+    def test_the_leave_has_nothing_to_do_for_a_container_gone_or_a_platform_going(self, worker, joined):
+        result = run(node_join.drain_script(worker), joined, FAKE_DRAIN_FAIL="1",
+                     **{node_join.SKIP_DRAIN_ENV: "1"})
+        assert result.returncode == 0 and not [c for c in calls(joined) if " drain " in c]
+        assert run(node_join.delete_script(worker), joined, **{node_join.SKIP_DRAIN_ENV: "1"}).returncode == 0
+        assert run(node_join.drain_script(worker), joined).returncode == 0
+
     def test_skip_drain_removes_without_draining(self, worker, joined):
         result = run(node_join.delete_script(worker), joined, FAKE_DRAIN_FAIL="1",
                      **{node_join.SKIP_DRAIN_ENV: "1"})

@@ -6,7 +6,7 @@ if ! found=$(@bounded_kubectl@ get node @node@ -o name 2>&1); then
   esac
   echo "$found"; exit @api_unreachable@
 fi
-if [ "$1" = drain ]; then
+if [ "$1" != no-drain ]; then
   if ! out=$(kubectl --kubeconfig @kubeconfig@ drain @node@ --ignore-daemonsets --delete-emptydir-data \
       --force --timeout=@drain_timeout@ 2>&1); then
     # drain cordons first and leaves it so on failure (kubectl pkg/cmd/drain): the node must
@@ -14,6 +14,9 @@ if [ "$1" = drain ]; then
     kubectl --kubeconfig @kubeconfig@ uncordon @node@ >/dev/null 2>&1 || true
     echo "$out"; exit @drain_failed@
   fi
+fi
+if [ "$1" = drain-only ]; then
+  echo "node @node@ drained"; exit @removed@
 fi
 if ! out=$(@bounded_kubectl@ delete node @node@ --ignore-not-found --timeout=60s 2>&1); then
   echo "$out"; exit @api_unreachable@
