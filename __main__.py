@@ -9,6 +9,7 @@ from kamaji_hami_platform import (
     KamajiTenantArgs,
     ManagementCluster,
     ManagementClusterArgs,
+    create_only_report,
 )
 from kamaji_hami_platform.config import ConfigError, SecretText, TenantConfig, load_config
 from kamaji_hami_platform.config.settings import (
@@ -81,6 +82,10 @@ gpu_pools = {
     for tenant in platform.tenants
 }
 
+# Each create-only setting's value, and the platform's own message for one changed since the last
+# deployment, next to the engine's refusal (kamaji_hami_platform/create_only_report.py).
+pulumi.export(create_only_report.OUTPUT, create_only_report.values_by_guard(platform))
+create_only_report.report_changed_settings(platform)
 pulumi.export("managementKubeconfig", management.kubeconfig)
 pulumi.export("metallbPoolRange", management.pool_range)
 pulumi.export("tenants", {

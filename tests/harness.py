@@ -103,10 +103,14 @@ class PlatformMocks(pulumi.runtime.Mocks):
     computed from them is unknown.
     """
 
-    def __init__(self, control_plane_uid: bool = True, fresh_preview: bool = False) -> None:
+    def __init__(self, control_plane_uid: bool = True, fresh_preview: bool = False,
+                 previous_outputs: dict | None = None) -> None:
         super().__init__()
         self.control_plane_uid = control_plane_uid
         self.fresh_preview = fresh_preview
+        # The stack's outputs of its last deployment, as its StackReference to itself reads them
+        # (none: a stack never deployed).
+        self.previous_outputs = previous_outputs or {}
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
         resource_id, outputs = self._known(args)
@@ -118,6 +122,8 @@ class PlatformMocks(pulumi.runtime.Mocks):
 
     def _known(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
         outputs = dict(args.inputs)
+        if args.typ == "pulumi:pulumi:StackReference":
+            return args.name, {**outputs, "outputs": dict(self.previous_outputs), "secretOutputNames": []}
         if args.typ == "command:local:Command":
             outputs["stdout"] = self._command_stdout(args.name)
             outputs["stderr"] = ""

@@ -20,15 +20,13 @@ resource's inputs or outputs beyond the guards' recorded values (settings, never
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kamaji_hami_platform import create_only_report
 from kamaji_hami_platform.config import PlatformConfig, load_stack
-from kamaji_hami_platform.create_only_guards import guard_name
-from kamaji_hami_platform.management import render as management_render
+from kamaji_hami_platform.create_only_report import MANAGEMENT_COMPONENT
 from kamaji_hami_platform.tenant import control_plane
 from kamaji_hami_platform.tools.stack_state import (
     Refused,
@@ -38,38 +36,9 @@ from kamaji_hami_platform.tools.stack_state import (
     state_resources,
 )
 
-MANAGEMENT_COMPONENT = "management"  # the stack program's ManagementCluster (__main__.py)
 TCP_TYPE = f"kubernetes:{control_plane.API_VERSION}:{control_plane.KIND}"
 COMMAND_TYPE = "command:local:Command"
 UPGRADES_DOC = "docs/operations/upgrades.md"
-
-
-@dataclass(frozen=True)
-class GuardedSetting:
-    """A create-only setting as the config gives it now, with its guard and its way out."""
-
-    guard: str
-    path: str
-    value: str
-    way_out: str
-
-
-def guarded_settings(platform: PlatformConfig) -> list[GuardedSetting]:
-    """Every create-only guard the stack program registers for this config, with its value."""
-    management = platform.management
-    values = management_render.management_create_only_values(management)
-    found = [GuardedSetting(guard_name(MANAGEMENT_COMPONENT, s.key), s.path, values[s.key],
-                            management_render.MANAGEMENT_WAY_OUT)
-             for s in management_render.management_create_only(management)]
-    for tenant in platform.tenants:
-        # As the component computes it: a hosts tenant's settings carry no addressBlock
-        # (config/settings.py `tenant_settings`), so its component reads 0.
-        registered = dataclasses.replace(tenant, address_block=0) if tenant.on_hosts else tenant
-        values = control_plane.create_only_values(registered, management)
-        found += [GuardedSetting(guard_name(tenant.name, s.key), s.path, values[s.key],
-                                 control_plane.create_only_way_out(tenant))
-                  for s in control_plane.create_only_settings(tenant)]
-    return found
 
 
 def _recorded_value(resource: dict[str, Any]) -> str | None:
@@ -87,18 +56,17 @@ def unprotected_state(resources: list[dict[str, Any]], platform: PlatformConfig)
 
 
 def changed_settings(resources: list[dict[str, Any]], platform: PlatformConfig) -> list[str]:
-    """One message per guard whose recorded value is not the configured one."""
+    """One message per guard whose recorded value (in the state) is not the configured one."""
     recorded = {resource_name(r.get("urn", "")): _recorded_value(r)
                 for r in resources if r.get("type") == COMMAND_TYPE}
-    messages = []
-    for setting in guarded_settings(platform):
-        old = recorded.get(setting.guard)
-        if old is not None and old != setting.value:
-            messages.append(f"{setting.path} is {setting.value!r} in the config, but the running platform "
-                            f"was created with {old!r}, and it cannot change on a running platform "
-                            f"(the engine refuses it at {setting.guard}; do not remove `protect`, which "
-                            f"would let it destroy what the setting guards). The way out: {setting.way_out}.")
-    return messages
+    return create_only_report.changed_settings(recorded, platform)
+
+
+def _program_reports(export: dict[str, Any]) -> bool:
+    """Whether the last deployment exported the guards' values, which the program compares itself."""
+    return any(r.get("type") == "pulumi:pulumi:Stack"
+               and create_only_report.OUTPUT in (r.get("outputs") or {})
+               for r in state_resources(export.get("deployment") or {}))
 
 
 def problems(export: dict[str, Any], platform: PlatformConfig) -> tuple[list[str], list[str]]:
@@ -137,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     except Refused as error:
         print(f"upgrade check: {error}", file=sys.stderr)
         return 1
+    if args.mode == "preview" and _program_reports(export):
+        refused = []  # the program says it in the preview itself (create_only_report.py)
     for message in fatal + refused:
         print(f"error: {message}", file=sys.stderr)
     if fatal or (refused and args.mode == "up"):

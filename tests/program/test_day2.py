@@ -386,3 +386,36 @@ class TestFixedNamesSurviveDay2:
                 provider.inputs.pop("enableConfigMapMutable", None)
         steps = plan(before, after)
         assert ops(steps)["tenant-a-kube-proxy-configmap-kube-system-kube-proxy"] == REPLACED_AFTER_DELETE
+
+
+class TestThePlatformsOwnWordsInThePreview:
+    """`pulumi preview` itself, not only `make preview`, names a changed create-only setting with
+    its recorded and configured value and the safe way out, next to the engine's refusal
+    (kamaji_hami_platform/create_only_report.py): from its stack's previous outputs."""
+
+    def errors_of(self, config: dict, previous: dict, monkeypatch) -> list[str]:
+        import pulumi
+
+        errors: list[str] = []
+        monkeypatch.setattr(pulumi.log, "error", lambda message, *_, **__: errors.append(message))
+        run_program(config, preview=True, mocks=harness.PlatformMocks(previous_outputs=previous))
+        return errors
+
+    def test_a_changed_setting_is_named_with_both_values_and_the_way_out(
+            self, two_workers, before, monkeypatch):
+        previous = {"createOnlySettings": before.exports["createOnlySettings"]}
+        errors = self.errors_of(changed(two_workers, lambda c: c["management"].update(kamajiEtcdReplicas=1)),
+                                previous, monkeypatch)
+        assert errors == [
+            "management.kamajiEtcdReplicas is '1' in the config, but the running platform was created "
+            "with '3', and it cannot change on a running platform (the engine refuses it at "
+            "management-create-only-kamajiEtcdReplicas; do not remove `protect`, which would let it "
+            "destroy what the setting guards). The way out: set the old value back, or rebuild the "
+            "platform with the new one: make down, then make up (every tenant starts empty)."]
+
+    def test_an_unchanged_config_or_a_stack_never_deployed_says_nothing(
+            self, two_workers, before, monkeypatch):
+        previous = {"createOnlySettings": before.exports["createOnlySettings"]}
+        assert self.errors_of(two_workers, previous, monkeypatch) == []
+        changed_config = changed(two_workers, lambda c: c["management"].update(kamajiEtcdReplicas=1))
+        assert self.errors_of(changed_config, {}, monkeypatch) == []

@@ -97,6 +97,20 @@ def test_up_stops_and_preview_goes_on_to_show_the_engine_s_refusal_too(tmp_path)
     assert preview.returncode == 0 and "management.kamajiEtcdReplicas is '1'" in preview.stderr
 
 
+def test_a_preview_leaves_the_message_to_the_program_once_it_exports_the_values(tmp_path):
+    """The program reports a changed setting in the preview itself, from its last outputs
+    (create_only_report.py): said once, not twice."""
+    config = shared(dev_stack_config())
+    config["management"]["kamajiEtcdReplicas"] = 1
+    export = export_of("4dc9ef2", "dev")
+    export["deployment"]["resources"].append({"urn": "urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev",
+                                              "type": "pulumi:pulumi:Stack",
+                                              "outputs": {"createOnlySettings": {}}})
+    preview = run_check(tmp_path, export, "preview", config)
+    assert preview.returncode == 0 and preview.stderr == ""
+    assert run_check(tmp_path, export, "up", config).returncode == 1
+
+
 def test_an_unprotected_state_stops_the_preview_too(tmp_path):
     result = run_check(tmp_path, export_of("4dc9ef2", "dev", protect=False), "preview",
                        shared(dev_stack_config()))

@@ -1,0 +1,91 @@
+"""The platform's own words for a create-only setting changed on a running platform.
+
+The engine refuses such a change at the setting's guard (create_only_guards.py), with a message
+that names only the guard's URN and offers to remove `protect`, which would let the change destroy
+what the setting guards. The stack program exports each guard's value (`createOnlySettings`),
+reads its own stack's previous outputs in the next run (a StackReference to itself: the backend's
+last checkpoint, empty for a stack never deployed; pulumi pkg/backend/diy/state.go
+`getSnapshotStackOutputs`) and reports, as an error of the preview next to the engine's refusal,
+each setting whose value differs: its recorded and configured value and the safe way out.
+`make preview`/`make up` say the same from the state (tools/upgrade_check.py), also for a stack
+deployed before this output existed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from kamaji_hami_platform.config import PlatformConfig
+from kamaji_hami_platform.create_only_guards import guard_name
+from kamaji_hami_platform.management import render as management_render
+from kamaji_hami_platform.tenant import control_plane
+
+OUTPUT = "createOnlySettings"
+MANAGEMENT_COMPONENT = "management"  # the stack program's ManagementCluster (__main__.py)
+PREVIOUS_DEPLOYMENT = "previous-deployment"
+
+
+@dataclass(frozen=True)
+class GuardedSetting:
+    """A create-only setting as the config gives it now, with its guard and its way out."""
+
+    guard: str
+    path: str
+    value: str
+    way_out: str
+
+
+def guarded_settings(platform: PlatformConfig) -> list[GuardedSetting]:
+    """Every create-only guard the stack program registers for this config, with its value."""
+    management = platform.management
+    values = management_render.management_create_only_values(management)
+    found = [GuardedSetting(guard_name(MANAGEMENT_COMPONENT, s.key), s.path, values[s.key],
+                            management_render.MANAGEMENT_WAY_OUT)
+             for s in management_render.management_create_only(management)]
+    for tenant in platform.tenants:
+        # As the component computes it: a hosts tenant's settings carry no addressBlock
+        # (config/settings.py `tenant_settings`), so its component reads 0.
+        registered = dataclasses.replace(tenant, address_block=0) if tenant.on_hosts else tenant
+        values = control_plane.create_only_values(registered, management)
+        found += [GuardedSetting(guard_name(tenant.name, s.key), s.path, values[s.key],
+                                 control_plane.create_only_way_out(tenant))
+                  for s in control_plane.create_only_settings(tenant)]
+    return found
+
+
+def values_by_guard(platform: PlatformConfig) -> dict[str, str]:
+    """What the program exports: each guard's value (settings, never secrets)."""
+    return {setting.guard: setting.value for setting in guarded_settings(platform)}
+
+
+def changed_settings(recorded: Mapping[str, Any], platform: PlatformConfig) -> list[str]:
+    """One message per guard whose recorded value is not the configured one."""
+    messages = []
+    for setting in guarded_settings(platform):
+        old = recorded.get(setting.guard)
+        if isinstance(old, str) and old != setting.value:
+            messages.append(f"{setting.path} is {setting.value!r} in the config, but the running platform "
+                            f"was created with {old!r}, and it cannot change on a running platform "
+                            f"(the engine refuses it at {setting.guard}; do not remove `protect`, which "
+                            f"would let it destroy what the setting guards). The way out: {setting.way_out}.")
+    return messages
+
+
+def report_changed_settings(platform: PlatformConfig) -> None:
+    """Compare with this stack's previous outputs and report each changed setting as an error
+    (the preview fails with the platform's message next to the engine's refusal)."""
+    stack = f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}"
+    previous = pulumi.StackReference(PREVIOUS_DEPLOYMENT, stack_name=stack)
+
+    def report(recorded: Any) -> list[str]:
+        messages = changed_settings(recorded if isinstance(recorded, Mapping) else {}, platform)
+        for message in messages:
+            pulumi.log.error(message)
+        return messages
+
+    previous.get_output(OUTPUT).apply(report)
