@@ -3,7 +3,7 @@
 The engine refuses such a change at the setting's guard (create_only_guards.py), with a message
 that names only the guard's URN and offers to remove `protect`, which would let the change destroy
 what the setting guards. The stack program exports each guard's value (`createOnlySettings`),
-reads its own stack's previous outputs in the next run (a StackReference to itself: the backend's
+reads its own stack's previous outputs in the next preview (a StackReference to itself: the backend's
 last checkpoint, empty for a stack never deployed; pulumi pkg/backend/diy/state.go
 `getSnapshotStackOutputs`) and reports, as an error of the preview next to the engine's refusal,
 each setting whose value differs: its recorded and configured value and the safe way out.
@@ -76,11 +76,27 @@ def changed_settings(recorded: Mapping[str, Any], platform: PlatformConfig) -> l
     return messages
 
 
+# The organization a DIY (file) backend reports: its legacy layout takes only a bare stack name
+# (pulumi pkg/backend/diy/store.go; state.go), which both of its layouts read as this project's.
+DIY_ORGANIZATION = "organization"
+
+
+def own_stack_name() -> str:
+    """This stack, as a StackReference names it on the backend in use."""
+    organization = pulumi.get_organization()
+    if organization == DIY_ORGANIZATION:
+        return pulumi.get_stack()
+    return f"{organization}/{pulumi.get_project()}/{pulumi.get_stack()}"
+
+
 def report_changed_settings(platform: PlatformConfig) -> None:
-    """Compare with this stack's previous outputs and report each changed setting as an error
-    (the preview fails with the platform's message next to the engine's refusal)."""
-    stack = f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}"
-    previous = pulumi.StackReference(PREVIOUS_DEPLOYMENT, stack_name=stack)
+    """In a preview: compare with this stack's previous outputs and report each changed setting as
+    an error diagnostic, next to the engine's refusal at its guard (which is what fails the
+    preview: a diagnostic alone does not). Not in an update, which that refusal stops anyway (and
+    `make up` checks the state first): the read of the stack's own outputs stays out of `up`."""
+    if not pulumi.runtime.is_dry_run():
+        return
+    previous = pulumi.StackReference(PREVIOUS_DEPLOYMENT, stack_name=own_stack_name())
 
     def report(recorded: Any) -> list[str]:
         messages = changed_settings(recorded if isinstance(recorded, Mapping) else {}, platform)

@@ -386,7 +386,8 @@ class _Planner:
         previous = self.previous(reg)
         self.check_same_provider(reg, previous)
         if previous is None:
-            self.steps.append(Step("create", reg.name, reg.type))
+            # A read (`.get`, a StackReference) changes nothing: the engine's read step.
+            self.steps.append(Step("read" if reg.options.get("read") else "create", reg.name, reg.type))
             return
         if reg.urn in self.deleted_early:
             self.steps.append(Step("create-replacement", reg.name, reg.type, "deleted before a replacement"))

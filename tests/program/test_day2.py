@@ -413,6 +413,18 @@ class TestThePlatformsOwnWordsInThePreview:
             "destroy what the setting guards). The way out: set the old value back, or rebuild the "
             "platform with the new one: make down, then make up (every tenant starts empty)."]
 
+    def test_the_stack_is_named_as_its_backend_names_it(self, monkeypatch):
+        import pulumi
+
+        from kamaji_hami_platform import create_only_report
+
+        monkeypatch.setattr(pulumi, "get_project", lambda: "kamaji-hami-platform")
+        monkeypatch.setattr(pulumi, "get_stack", lambda: "dev")
+        monkeypatch.setattr(pulumi, "get_organization", lambda: "organization")  # a file backend's
+        assert create_only_report.own_stack_name() == "dev"
+        monkeypatch.setattr(pulumi, "get_organization", lambda: "acme")  # Pulumi Cloud
+        assert create_only_report.own_stack_name() == "acme/kamaji-hami-platform/dev"
+
     def test_an_unchanged_config_or_a_stack_never_deployed_says_nothing(
             self, two_workers, before, monkeypatch):
         previous = {"createOnlySettings": before.exports["createOnlySettings"]}

@@ -78,8 +78,7 @@ ADDED_SINCE = sorted([*(f"{tenant}-{kind}-kamaji-hami-platform-nodes" for tenant
                       # each tenant's own network (0.2.0): created for a new stack; an upgraded
                       # stack's tenants keep workerNetwork shared (docs/operations/upgrades.md)
                       *(f"{tenant}-{name}" for tenant in ("tenant-a", "tenant-b")
-                        for name in ("network", "ipaddresspool", "l2advertisement", "worker-0-leave")),
-                      "previous-deployment"])  # the program's read of its own last outputs
+                        for name in ("network", "ipaddresspool", "l2advertisement", "worker-0-leave"))])
 
 
 def test_the_dev_stacks_resources_are_kept_through_aliases():
