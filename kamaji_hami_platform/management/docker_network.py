@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kamaji_hami_platform.docker_calls import bounded_docker
 from kamaji_hami_platform.network import MAX_PREFIX, MIN_PREFIX, layout
-from kamaji_hami_platform.shell_templates import Text
+from kamaji_hami_platform.shell_templates import Shell, Text
 from kamaji_hami_platform.shell_templates import render as render_script
 
 NETWORK_LABEL = "io.kamaji-hami-platform/network"
@@ -32,8 +32,17 @@ def create_script(network: str, subnet: str, cluster: str) -> str:
     return render_script(_PACKAGE, "docker_network_create.sh", network=network,
                          bounded_docker=bounded_docker(), cluster=Text(cluster),
                          label=Text(NETWORK_LABEL), subnet=Text(subnet),
-                         dynamic_range=Text(str(plan.dynamic_range)), gateway=Text(str(plan.gateway)),
-                         min_prefix=MIN_PREFIX, max_prefix=MAX_PREFIX)
+                         bridge_create=bridge_create_script(
+                             subnet, str(plan.dynamic_range), str(plan.gateway), cluster,
+                             f"management.dockerSubnet (/{MIN_PREFIX}../{MAX_PREFIX})"))
+
+
+def bridge_create_script(subnet: str, dynamic_range: str, gateway: str, owner: str, setting: str) -> Shell:
+    """Shell that creates bridge network $network as the platform makes its networks (the platform's
+    and each tenant's own: tenant/own_network.py), or stops naming `setting` to change."""
+    return Shell(render_script(_PACKAGE, "docker_bridge_create.sh", subnet=Text(subnet),
+                               dynamic_range=Text(dynamic_range), gateway=Text(gateway),
+                               label=Text(NETWORK_LABEL), owner=Text(owner), setting=Text(setting)))
 
 
 def delete_script(network: str, cluster: str) -> str:

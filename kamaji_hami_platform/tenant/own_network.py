@@ -30,7 +30,7 @@ from typing import Any
 from kamaji_hami_platform import names, network
 from kamaji_hami_platform.config import ManagementConfig, TenantConfig
 from kamaji_hami_platform.docker_calls import bounded_docker
-from kamaji_hami_platform.management.docker_network import NETWORK_LABEL
+from kamaji_hami_platform.management.docker_network import NETWORK_LABEL, bridge_create_script
 from kamaji_hami_platform.management.render import METALLB_API_VERSION, METALLB_NAMESPACE
 from kamaji_hami_platform.shell_templates import Text
 from kamaji_hami_platform.shell_templates import render as render_script
@@ -67,8 +67,10 @@ def create_script(tenant: TenantConfig, management: ManagementConfig) -> str:
         bounded_docker=bounded_docker(),
         node=names.kind_node_container(management.name), label=Text(NETWORK_LABEL),
         owner=Text(owner(tenant, management)), tenant=Text(tenant.name), subnet=Text(str(own.subnet)),
-        dynamic_range=Text(str(own.dynamic_range)), gateway=Text(str(own.gateway)),
-        sysctls=Text(ENDPOINT_SYSCTLS))
+        sysctls=Text(ENDPOINT_SYSCTLS),
+        bridge_create=bridge_create_script(
+            str(own.subnet), str(own.dynamic_range), str(own.gateway), owner(tenant, management),
+            f"management.tenantSubnet (or tenants[name={tenant.name}].addressBlock)"))
 
 
 def delete_script(tenant: TenantConfig, management: ManagementConfig) -> str:

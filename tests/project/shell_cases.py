@@ -106,7 +106,7 @@ def _management_cases(prefix: str, management: ManagementConfig) -> Iterator[Cas
         yield Case(f"{prefix}/kind-delete.sh", SH, lambda: render.kind_delete_script(management))
         yield Case(f"{prefix}/kind-kubeconfig.sh", SH, lambda: render.kind_kubeconfig_command(management))
         yield Case(f"{prefix}/docker-network-create.sh", SH, lambda: docker_network.create_script(
-            management.docker_network, management.docker_subnet, management.name), frozenset({"SC2086"}))
+            management.docker_network, management.docker_subnet, management.name))
         yield Case(f"{prefix}/docker-network-delete.sh", SH, lambda: docker_network.delete_script(
             management.docker_network, management.name))
         yield Case(f"{prefix}/docker-host-flags.sh", SH, docker_host.host_flags_script)

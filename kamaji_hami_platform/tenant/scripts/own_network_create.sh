@@ -21,22 +21,7 @@ else
     *"network $network not found"*|*"No such network"*) ;;
     *) echo "cannot inspect Docker network $network (is Docker running?): $owner" >&2; exit 1 ;;
   esac
-  mtu=$(docker network inspect bridge --format '{{ index .Options "com.docker.network.driver.mtu" }}' \
-    2>/dev/null || true)
-  case "$mtu" in ''|*[!0-9]*) mtu_option="" ;; *) mtu_option="--opt com.docker.network.driver.mtu=$mtu" ;; esac
-  # As the platform's own network: masquerade on, the default bridge's MTU, Docker's own
-  # addresses (the gateway, the kind node) kept to the first 16.
-  # shellcheck disable=SC2086 # the MTU option, split on purpose
-  if ! out=$(docker network create --driver bridge --opt com.docker.network.bridge.enable_ip_masquerade=true \
-      $mtu_option --subnet @subnet@ --ip-range @dynamic_range@ --gateway @gateway@ \
-      --label @label@=@owner@ "$network" 2>&1); then
-    echo "cannot create Docker network $network with subnet @subnet@: $out" >&2
-    echo "If the subnet overlaps another network of this host, set management.tenantSubnet to a free" \
-      "range, or tenants[name=@tenant@].addressBlock (docker network inspect \$(docker network ls -q)" \
-      "lists those in use)." >&2
-    exit 1
-  fi
-  echo "Docker network $network (@subnet@) created"
+@bridge_create@
 fi
 docker container inspect --format '{{ .Name }}' "$node" >/dev/null 2>&1 || {
   echo "the kind node $node does not exist: the management cluster must be up before its tenants" >&2
