@@ -18,7 +18,7 @@ from kamaji_hami_platform.config.settings import (
     pod_shape_settings,
     tenant_settings,
 )
-from kamaji_hami_platform.gpu.workloads import plan_declared_workloads
+from kamaji_hami_platform.gpu.workloads import plan_declared_workloads, undecided_tenants
 
 try:
     platform = load_config()
@@ -35,6 +35,9 @@ if capacity_problems:
         raise pulumi.RunError(f"{report}\n(gpuCapacity.enforcement: warning deploys anyway, with this "
                               "warning)")
     pulumi.log.warn(report)
+# An unfinished plan is neither a pass nor a refusal: said, whatever the enforcement.
+for line in undecided_tenants(platform, gpu_plans):
+    pulumi.log.warn(line)
 
 
 def secret(text: SecretText) -> pulumi.Output[str]:

@@ -262,7 +262,9 @@ GPU_WORKLOAD = Section("gpuWorkload", "A GPU workload the tenant declares: every
           "gpumemPercentage", minimum=1, maximum=INT32_MAX, in_code=True),
     Field("gpumemPercentage", "integer", "percent of each card's memory (nvidia.com/gpumem-percentage); "
           "this or gpumem", minimum=1, maximum=100, in_code=True),
-    _integer_field("gpucores", "percent of each card's compute (nvidia.com/gpucores)", 0, 0, 100),
+    _integer_field("gpucores", "percent of each card's compute (nvidia.com/gpucores); left out, the pod "
+                   "carries no gpucores limit and HAMi's webhook decides: 100 (the card's compute alone) "
+                   "with gpumemPercentage: 100, else 0", None, 0, 100),
     Field("type", "string", "card type the pods ask for (nvidia.com/use-gputype): part of the model's "
           "product string", in_code=True),
     Field("namespace", "string", "namespace of the tenant cluster the pods run in", default="default",

@@ -153,7 +153,7 @@ def _never_fits(workload: GpuWorkloadConfig, gpus: GpuPoolConfig | None) -> list
     if workload.gpumem is not None and workload.gpumem > model.memory_mib:
         found.append(("gpumem", f"{workload.gpumem} MiB, but each {model.name} card has "
                                 f"{model.memory_mib} MiB"))
-    if workload.gpucores > model.cores:
+    if workload.gpucores is not None and workload.gpucores > model.cores:
         found.append(("gpucores", f"{workload.gpucores} %, but each {model.name} card has {model.cores}"))
     if workload.type is not None and not type_matches(workload.type, model.product):
         found.append(("type", f"{workload.type!r} names no part of {model.product!r}, the tenant's cards "

@@ -79,13 +79,16 @@ class GpuWorkloadConfig:
     gpu: int = 1
     gpumem: int | None = None
     gpumem_percentage: int | None = None
-    gpucores: int = 0
+    gpucores: int | None = None
     type: str | None = None
     namespace: str = "default"
 
     def limits(self) -> dict[str, int]:
-        """The container limits its pods carry (HAMi's resource names)."""
-        limits = {"nvidia.com/gpu": self.gpu, "nvidia.com/gpucores": self.gpucores}
+        """The container limits its pods carry (HAMi's resource names): no gpucores when the
+        workload leaves it out, so HAMi's webhook defaults it as it would for the real pod."""
+        limits = {"nvidia.com/gpu": self.gpu}
+        if self.gpucores is not None:
+            limits["nvidia.com/gpucores"] = self.gpucores
         if self.gpumem is not None:
             limits["nvidia.com/gpumem"] = self.gpumem
         if self.gpumem_percentage is not None:

@@ -11,8 +11,10 @@ from kamaji_hami_platform.gpu.devices import (
     GPU_MEMORY_RESOURCE,
     GPU_RESOURCE,
     GpuCapacity,
+    GpuDevice,
     tenant_devices,
 )
+from kamaji_hami_platform.gpu.node_pods import floating_pods, gpu_pod_room
 from kamaji_hami_platform.gpu.placement import (
     Plan,
     capacity,
@@ -29,9 +31,17 @@ def reference_request(shape: PodShapeConfig) -> GpuRequest:
 
 
 def plan_tenant(tenant: TenantConfig, cluster: str, pods: list[GpuRequest]) -> Plan:
-    """Plan pods on a tenant's GPU nodes with the tenant's HAMi policies, every tie followed."""
-    return plan_sequence(tenant_devices(tenant, cluster), pods, policy=tenant.hami.gpu_scheduler_policy,
-                         node_policy=tenant.hami.node_scheduler_policy)
+    """Plan pods on a tenant's GPU nodes with the tenant's HAMi policies and its kubelets' pod
+    limit, every tie (and every way the platform's own pods may sit) followed."""
+    nodes = tenant_devices(tenant, cluster)
+    return plan_sequence(nodes, pods, policy=tenant.hami.gpu_scheduler_policy,
+                         node_policy=tenant.hami.node_scheduler_policy, pod_room=_room(tenant, nodes),
+                         floating=sum(floating_pods(tenant).values()))
+
+
+def _room(tenant: TenantConfig, nodes: dict[str, list[GpuDevice]]) -> dict[str, int]:
+    room = gpu_pod_room(tenant)
+    return {node: room for node in nodes}
 
 
 def tenant_capacity_summary(tenant: TenantConfig, cluster: str, request: GpuRequest) -> dict[str, Any]:
@@ -40,7 +50,8 @@ def tenant_capacity_summary(tenant: TenantConfig, cluster: str, request: GpuRequ
     nodes = tenant_devices(tenant, cluster)
     devices = [d for ds in nodes.values() for d in ds]
     fitting = capacity(nodes, request, policy=tenant.hami.gpu_scheduler_policy,
-                       node_policy=tenant.hami.node_scheduler_policy)
+                       node_policy=tenant.hami.node_scheduler_policy, pod_room=_room(tenant, nodes),
+                       floating=sum(floating_pods(tenant).values()))
     return {**GpuCapacity.of(devices).as_output(), "referencePodsThatFit": fitting.as_output()}
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -26,7 +26,6 @@ from kamaji_hami_platform.gpu.card_fit import (
     HAMI_SCORE_WEIGHT,
     GpuRequest,
     QuotaLeft,
-    charge,
     f32,
     fit,
 )
@@ -134,54 +133,165 @@ class _Outcome:
 
 
 Usage = tuple[tuple[int, int, int], ...]  # per card: used, usedmem, usedcores
-State = tuple[Usage, ...]  # per node, in name order
+NodeState = tuple[int, Usage]  # GPU pods on the node (the kubelet's pod limit), and its cards' usage
+ClassState = tuple[tuple[NodeState, int], ...]  # sorted: each node state and how many nodes are in it
+State = tuple[ClassState, ...]  # per class of interchangeable nodes, in class order
+
+# kube-scheduler's NodeResourcesFit refuses a node whose pods are at the kubelet's maxPods before any
+# extender is asked (kubernetes v1.35.4 pkg/scheduler/framework/plugins/noderesources/fit.go
+# `Too many pods`; schedule_one.go findNodesThatPassExtenders gets only the nodes that passed).
+TOO_MANY_PODS = "Too many pods"
 
 
 class _Planner:
-    """Nodes, their interchangeable classes, and name-free caches of fits and scores."""
+    """Nodes grouped into classes of interchangeable ones, and name-free caches of fits and scores.
 
-    def __init__(self, nodes: Mapping[str, list[GpuDevice]], policy: str, node_policy: str) -> None:
+    A state is a multiset of node states per class: HAMi's choice depends on neither names nor ids,
+    so two nodes of a class swapping their histories is an equally possible state, and a class of
+    99 identical workers costs what its few distinct node states cost."""
+
+    def __init__(self, nodes: Mapping[str, list[GpuDevice]], policy: str, node_policy: str,
+                 pod_room: Mapping[str, int] | None = None, floating: int = 0,
+                 requests: Iterable[GpuRequest] = ()) -> None:
         if node_policy not in NODE_POLICIES:
             raise ValueError(f"unsupported node scheduler policy {node_policy!r} (HAMi: {NODE_POLICIES})")
         self.names = sorted(nodes)
-        self.position = {name: i for i, name in enumerate(self.names)}
         self.base = {name: [replace(d) for d in nodes[name]] for name in self.names}
         self.policy, self.node_policy = policy, node_policy
-        self.shape = {name: tuple((d.count, d.devmem, d.devcore, d.type, d.numa, d.mode, d.health)
-                                  for d in self.base[name]) for name in self.names}
-        self.start: State = tuple(usage_of(self.base[name]) for name in self.names)
-        # Interchangeable nodes: same cards and same usage at the start (HAMi's choice depends on
-        # neither names nor ids), so swapping their histories gives an equally possible state.
-        self.classes: dict[tuple, list[str]] = {}
+        # A node's pod limit binds only when the plan's pods could reach it (`most_pods`).
+        asked = list(requests)
+        room = {name: limit for name, limit in (pod_room or {}).items()
+                if name in nodes and limit - floating < most_pods(nodes[name], asked)}
+        self.floating = floating if room else 0  # where no limit binds, where they sit cannot matter
+        classes: dict[tuple, list[str]] = {}
         for name in self.names:
-            self.classes.setdefault((self.shape[name], self.start[self.position[name]]), []).append(name)
-        self.class_of = {name: key for key, members in self.classes.items() for name in members}
+            shape = tuple((d.count, d.devmem, d.devcore, d.type, d.numa, d.mode, d.health)
+                          for d in self.base[name])
+            start: NodeState = (0, usage_of(self.base[name]))
+            classes.setdefault((shape, room.get(name), start), []).append(name)
+        self.members = list(classes.values())
+        self.shapes = [key[0] for key in classes]
+        self.rooms: list[int | None] = [key[1] for key in classes]
+        self.class_of = {name: index for index, members in enumerate(self.members) for name in members}
+        self.start: State = tuple(((key[2], len(members)),) for key, members in classes.items())
         self.answers: dict[tuple, _Answer] = {}
         self.scores: dict[tuple, float] = {}
 
-    def devices(self, name: str, usage: Usage) -> list[GpuDevice]:
+    def devices(self, index: int, usage: Usage, name: str | None = None) -> list[GpuDevice]:
+        """A class's cards (those of `name`, else of its first member) with the given usage."""
+        base = self.base[name or self.members[index][0]]
         return [replace(d, used=used, usedmem=memory, usedcores=cores)
-                for d, (used, memory, cores) in zip(self.base[name], usage, strict=True)]
+                for d, (used, memory, cores) in zip(base, usage, strict=True)]
 
-    def answer(self, name: str, usage: Usage, request: GpuRequest, quota: QuotaLeft | None = None) -> _Answer:
-        key = (self.shape[name], usage, request, quota)
+    def answer(self, index: int, node: NodeState, request: GpuRequest, quota: QuotaLeft | None) -> _Answer:
+        pods, usage = node
+        room = self.rooms[index]
+        if room is not None and pods >= room:
+            return _Answer(False, (), TOO_MANY_PODS)
+        key = (index, usage, request, quota)  # the class stands for its shape (cheaper to hash)
         if key not in self.answers:
-            devices = self.devices(name, usage)
+            devices = self.devices(index, usage)
             found = fit(devices, request, policy=self.policy, quota=quota)
-            index = {d.id: i for i, d in enumerate(devices)}
-            self.answers[key] = _Answer(found.ok, tuple(index[c] for c in found.device_ids), found.reason)
+            position = {d.id: i for i, d in enumerate(devices)}
+            self.answers[key] = _Answer(found.ok, tuple(position[c] for c in found.device_ids), found.reason)
         return self.answers[key]
 
-    def score(self, name: str, usage: Usage) -> float:
-        key = (self.shape[name], usage)
+    def score(self, index: int, usage: Usage) -> float:
+        key = (index, usage)
         if key not in self.scores:
-            self.scores[key] = node_score(self.devices(name, usage))
+            self.scores[key] = node_score(self.devices(index, usage))
         return self.scores[key]
 
-    def canonical(self, state: State) -> tuple:
-        """The branch's identity up to swapping interchangeable nodes."""
-        return tuple(tuple(sorted(state[self.position[n]] for n in members))
-                     for members in self.classes.values())
+    def charged(self, index: int, node: NodeState, request: GpuRequest,
+                positions: tuple[int, ...]) -> NodeState:
+        """The node state after HAMi's AddResourceUsage for one pod on these cards."""
+        pods, usage = node
+        cards = list(usage)
+        base = self.base[self.members[index][0]]
+        for i in positions:
+            used, memory, cores = cards[i]
+            cards[i] = (used + 1, memory + request.memory_on(base[i]), cores + min(request.coresreq,
+                                                                                   FULL_CARD_CORES))
+        return pods + 1, tuple(cards)
+
+    def starts(self) -> list[State]:
+        """Every way the floating pods (the platform's, placed by kube-scheduler before any GPU
+        pod) may sit on the nodes whose pod limit binds, up to swapping identical nodes (any left
+        over sit on the other nodes): the states a plan starts from."""
+        if not self.floating:
+            return [self.start]
+        binding = [index for index, room in enumerate(self.rooms) if room is not None]
+        elsewhere = len(binding) < len(self.members)
+        found: list[State] = []
+
+        def per_class(position: int, left: int, state: list[ClassState]) -> None:
+            if position == len(binding):
+                if elsewhere or not left:
+                    found.append(tuple(state))
+                return
+            index = binding[position]
+            ((pods, usage), members), = self.start[index]
+            for here in range(left + 1):
+                for parts in _partitions(here, members):
+                    nodes = Counter((pods + part, usage) for part in parts)
+                    if members > len(parts):
+                        nodes[(pods, usage)] += members - len(parts)
+                    state[index] = tuple(sorted(nodes.items()))
+                    per_class(position + 1, left - here, state)
+            state[index] = self.start[index]
+
+        per_class(0, self.floating, list(self.start))
+        return found
+
+    def named(self, state: State) -> dict[str, NodeState]:
+        """One naming of a state: each class's members take its node states in order."""
+        result: dict[str, NodeState] = {}
+        for members, nodes in zip(self.members, state, strict=True):
+            names = iter(members)
+            for node, count in nodes:
+                for _ in range(count):
+                    result[next(names)] = node
+        return result
+
+    def final(self, state: State) -> dict[str, list[GpuDevice]]:
+        named = self.named(state)
+        return {name: self.devices(self.class_of[name], named[name][1], name) for name in self.names}
+
+
+def most_pods(devices: list[GpuDevice], requests: list[GpuRequest]) -> int:
+    """An upper bound on the pods of these shapes one node holds: each takes a task slot on a card,
+    and a card holds no more tasks than its slots, its memory or its compute allow for the
+    smallest of them (no requests given: its slots)."""
+    total = 0
+    for device in devices:
+        tasks = device.count
+        if requests:
+            memory = min(r.memory_on(device) for r in requests)
+            cores = min(min(r.coresreq, FULL_CARD_CORES) for r in requests)
+            if memory > 0:
+                tasks = min(tasks, device.devmem // memory)
+            if cores > 0:
+                tasks = min(tasks, device.devcore // cores)
+        total += tasks
+    return total
+
+
+def _partitions(total: int, most_parts: int, largest: int | None = None) -> list[tuple[int, ...]]:
+    """`total` as a sum of at most `most_parts` positive parts, largest first (0: no parts)."""
+    if total == 0:
+        return [()]
+    largest = total if largest is None else largest
+    return [(part, *rest) for part in range(min(total, largest), 0, -1) if most_parts > 0
+            for rest in _partitions(total - part, most_parts - 1, part)]
+
+
+def _moved(nodes: ClassState, old: NodeState, new: NodeState) -> ClassState:
+    counts = dict(nodes)
+    counts[old] -= 1
+    if not counts[old]:
+        del counts[old]
+    counts[new] = counts.get(new, 0) + 1
+    return tuple(sorted(counts.items()))
 
 
 def usage_of(devices: list[GpuDevice]) -> Usage:
@@ -189,13 +299,13 @@ def usage_of(devices: list[GpuDevice]) -> Usage:
 
 
 def _cards_in_use(state: State) -> int:
-    return sum(1 for usage in state for used, _, _ in usage if used > 0)
+    return sum(count for nodes in state for (_, usage), count in nodes for used, _, _ in usage if used > 0)
 
 
-def _best(scores: dict[str, float], node_policy: str) -> list[str]:
+def _best(scores: dict[Group, float], node_policy: str) -> list[Group]:
     """The nodes HAMi may take: those sorted last (binpack: highest score, spread: lowest)."""
     best = (max if node_policy == "binpack" else min)(scores.values())
-    return [name for name, score in scores.items() if score == best]
+    return [group for group, score in scores.items() if score == best]
 
 
 _REASON_PART = re.compile(r"^(\d+)/(\d+) (\S+)$")
@@ -285,9 +395,14 @@ def _admission(request: GpuRequest, namespace: str | None, quota: QuotaLeft | No
     taken = next((m for ns, m, _ in created if ns == namespace), 0)
     if taken + request.nums <= count.limit:
         return ""
-    # k8s.io/apiserver v0.35.4 admission/plugin/resourcequota/controller.go, within NewForbidden.
+    return count_refusal(count, request, taken)
+
+
+def count_refusal(count: CountQuota, request: GpuRequest, used: int) -> str:
+    """The API server's refusal of a pod over the ResourceQuota on requests.nvidia.com/gpu
+    (k8s.io/apiserver v0.35.4 admission/plugin/resourcequota/controller.go, within NewForbidden)."""
     return (f'pods "<pod>" is forbidden: exceeded quota: {count.name}, requested: '
-            f"{GPU_REQUESTS}={request.nums}, used: {GPU_REQUESTS}={taken}, "
+            f"{GPU_REQUESTS}={request.nums}, used: {GPU_REQUESTS}={used}, "
             f"limited: {GPU_REQUESTS}={count.limit}")
 
 
@@ -297,35 +412,37 @@ Branch = tuple[State, int, QuotaUsage, QuotaUsage]  # nodes, pods placed, HAMi's
 def plan_sequence(nodes: Mapping[str, list[GpuDevice]], pods: list[GpuRequest], *,
                   policy: str = DEFAULT_GPU_POLICY, node_policy: str = DEFAULT_NODE_POLICY,
                   namespaces: list[str] | None = None, quotas: Mapping[str, QuotaLeft] | None = None,
-                  counts: Mapping[str, CountQuota] | None = None) -> Plan:
+                  counts: Mapping[str, CountQuota] | None = None,
+                  pod_room: Mapping[str, int] | None = None, floating: int = 0) -> Plan:
     """Create and place pods one after another as HAMi would, following every node tie.
 
     With `namespaces` (one per pod), `quotas` (namespace -> HAMi's limits.nvidia.com/gpumem and
     gpucores) and `counts` (namespace -> Kubernetes' requests.nvidia.com/gpu quota), a pod is first
     admitted or refused at creation (HAMi's webhook, then the ResourceQuota), then placed with
     HAMi's own quota check per card (pkg/device/quota.go FitQuota); what a namespace's placed pods
-    use counts against the next one. Works on copies: the caller's devices are not changed."""
-    planner = _Planner(nodes, policy, node_policy)
+    use counts against the next one. `pod_room`: node -> how many more pods its kubelet takes
+    (maxPods less the pods already on it); a node at its limit is refused by kube-scheduler
+    (`Too many pods`) before HAMi is asked; `floating` platform pods may already sit on any nodes
+    (each way they may is a branch). Works on copies: the caller's devices are not changed.
+    Pods created together and placed in any order: `kamaji_hami_platform.gpu.orders`."""
+    planner = _Planner(nodes, policy, node_policy, pod_room, floating, pods)
     quotas, counts = quotas or {}, counts or {}
-    first: Branch = (planner.start, 0, (), ())
-    frontier: dict[tuple, Branch] = {(planner.canonical(planner.start), 0, (), ()): first}
+    frontier: dict[Branch, None] = {(start, 0, (), ()): None for start in planner.starts()}
     placements, complete = [], True
     for number, request in enumerate(pods, start=1):
         namespace = namespaces[number - 1] if namespaces else None
         outcome, following = _Outcome(), {}
-        for branch in frontier.values():
+        for branch in frontier:
             for successor in _create_and_place(planner, branch, request, namespace, quotas, counts, outcome):
-                state, count, used, created = successor
-                following.setdefault((planner.canonical(state), count, used, created), successor)
+                following[successor] = None
         if len(following) > MAX_BRANCHES:
             complete = False
-            following = dict(sorted(following.items())[:MAX_BRANCHES])
+            following = dict.fromkeys(sorted(following)[:MAX_BRANCHES])
         frontier = following
         placements.append(_placement(number, request, outcome))
-    placed = [count for _, count, _, _ in frontier.values()]
-    cards = [_cards_in_use(state) for state, _, _, _ in frontier.values()]
-    final = [{name: planner.devices(name, state[planner.position[name]]) for name in planner.names}
-             for state, _, _, _ in frontier.values()]
+    placed = [count for _, count, _, _ in frontier]
+    cards = [_cards_in_use(state) for state, _, _, _ in frontier]
+    final = [planner.final(state) for state, _, _, _ in frontier]
     return Plan(placements, Span(min(placed), max(placed)),
                 Span(len(pods) - max(placed), len(pods) - min(placed)),
                 Span(min(cards), max(cards)), len(frontier), complete, final)
@@ -355,47 +472,78 @@ def _create_and_place(planner: _Planner, branch: Branch, request: GpuRequest, na
 def _step(planner: _Planner, state: State, request: GpuRequest, outcome: _Outcome,
           quota: QuotaLeft | None = None) -> list[tuple[State, int, int]]:
     """(state, pods placed: 0 or 1, MiB it was charged) for each way one pod may go from `state`."""
-    answers, moves = _moves(planner, state, request, quota)
+    answers, moves = moves_from(planner, state, request, quota)
     if not moves:
         outcome.branches_refused += 1
-        reasons = {name: answer.reason for name, answer in answers.items()}
-        if not reasons:
-            outcome.refusals[NO_GPU_NODE] = ([], "")
-        else:
-            text = "; ".join(f"{n}: {r}" for n, r in reasons.items()) if len(reasons) > 1 \
-                else next(iter(reasons.values()))
-            outcome.refusals[text] = (_hami_events(reasons), _scheduler_message(reasons))
+        note_refusal(outcome.refusals, planner, state, answers)
         return [(state, 0, 0)]
     outcome.branches_placed += 1
-    for name, positions, _ in moves:
-        for member in planner.classes[planner.class_of[name]]:
-            outcome.options.add((member, tuple(planner.base[member][i].id for i in positions)))
-        devices = planner.devices(name, state[planner.position[name]])
-        outcome.memory = outcome.memory or (request.memory_on(devices[positions[0]]),
-                                            min(request.coresreq, FULL_CARD_CORES))
-    return [(successor, 1, sum(request.memory_on(planner.base[name][i]) for i in positions))
-            for name, positions, successor in moves]
+    note_options(outcome, planner, request, moves)
+    return [(successor, 1, move_memory(planner, request, move)) for move in moves
+            for successor in (move.successor,)]
 
 
-Move = tuple[str, tuple[int, ...], State]  # node, card positions, the state after
+def note_options(outcome: _Outcome, planner: _Planner, request: GpuRequest, moves: list[Move]) -> None:
+    """Every node (and its cards) a move may take: any member of the moved class, by symmetry."""
+    for move in moves:
+        for member in planner.members[move.group[0]]:
+            outcome.options.add((member, tuple(planner.base[member][i].id for i in move.positions)))
+        first = planner.base[planner.members[move.group[0]][0]][move.positions[0]]
+        outcome.memory = outcome.memory or (request.memory_on(first), min(request.coresreq, FULL_CARD_CORES))
 
 
-def _moves(planner: _Planner, state: State, request: GpuRequest,
-           quota: QuotaLeft | None = None) -> tuple[dict[str, _Answer], list[Move]]:
-    """Every node's answer, and each way HAMi may place the pod: one per tied best node."""
-    answers = {name: planner.answer(name, state[i], request, quota) for i, name in enumerate(planner.names)}
-    fitting = [name for name, answer in answers.items() if answer.ok]
-    if not fitting:
+def move_memory(planner: _Planner, request: GpuRequest, move: Move) -> int:
+    base = planner.base[planner.members[move.group[0]][0]]
+    return sum(request.memory_on(base[i]) for i in move.positions)
+
+
+def note_refusal(refusals: dict[str, tuple[list[str], str]], planner: _Planner, state: State,
+                 answers: dict[Group, _Answer]) -> None:
+    """Each node's reason (one naming of the state), HAMi's events and kube-scheduler's line."""
+    reasons = node_reasons(planner, state, answers)
+    if not reasons:
+        refusals[NO_GPU_NODE] = ([], "")
+        return
+    text = "; ".join(f"{n}: {r}" for n, r in reasons.items()) if len(reasons) > 1 \
+        else next(iter(reasons.values()))
+    asked = {name: reason for name, reason in reasons.items() if reason != TOO_MANY_PODS}
+    refusals[text] = (_hami_events(asked) if asked else [], _scheduler_message(reasons))
+
+
+def node_reasons(planner: _Planner, state: State, answers: dict[Group, _Answer]) -> dict[str, str]:
+    named = planner.named(state)
+    return {name: answers[(planner.class_of[name], named[name])].reason for name in planner.names}
+
+
+Group = tuple[int, NodeState]  # a class and one of its node states
+
+
+@dataclass(frozen=True)
+class Move:
+    """One way HAMi may place a pod: a node of `group`, these card positions, the state after."""
+
+    group: Group
+    positions: tuple[int, ...]
+    successor: State
+
+
+def moves_from(planner: _Planner, state: State, request: GpuRequest,
+               quota: QuotaLeft | None = None) -> tuple[dict[Group, _Answer], list[Move]]:
+    """Every distinct node's answer, and each way HAMi may place the pod: one per tied best
+    node state (nodes of a class in the same state are one move: their successors are the same
+    state up to names)."""
+    answers = {(index, node): planner.answer(index, node, request, quota)
+               for index, nodes in enumerate(state) for node, _ in nodes}
+    scores = {group: planner.score(group[0], group[1][1]) for group, answer in answers.items() if answer.ok}
+    if not scores:
         return answers, []
-    scores = {name: planner.score(name, state[planner.position[name]]) for name in fitting}
     moves = []
-    for name in _best(scores, planner.node_policy):
-        positions = answers[name].positions
-        devices = planner.devices(name, state[planner.position[name]])
-        charge(devices, request, [devices[i].id for i in positions])
+    for group in _best(scores, planner.node_policy):
+        index, node = group
+        positions = answers[group].positions
         successor = list(state)
-        successor[planner.position[name]] = usage_of(devices)
-        moves.append((name, positions, tuple(successor)))
+        successor[index] = _moved(state[index], node, planner.charged(index, node, request, positions))
+        moves.append(Move(group, positions, tuple(successor)))
     return answers, moves
 
 
@@ -410,16 +558,29 @@ def possible_outcomes(nodes: Mapping[str, list[GpuDevice]], pods: list[GpuReques
 
     Raises ValueError beyond `limit` distinct branches (the answer would be a guess)."""
     planner = _Planner(nodes, policy, node_policy)
-    frontier: set[tuple[State, Outcome]] = {(planner.start, ())}
+    start = planner.named(planner.start)
+    frontier: set[tuple[tuple[NodeState, ...], Outcome]] = {(tuple(start[n] for n in planner.names), ())}
     for request in pods:
-        following: set[tuple[State, Outcome]] = set()
-        for state, outcome in frontier:
-            _, moves = _moves(planner, state, request)
-            if not moves:
-                following.add((state, outcome))
-            for name, positions, successor in moves:
+        following: set[tuple[tuple[NodeState, ...], Outcome]] = set()
+        for named, outcome in frontier:
+            fitting = {}
+            for position, name in enumerate(planner.names):
+                index = planner.class_of[name]
+                answer = planner.answer(index, named[position], request, None)
+                if answer.ok:
+                    fitting[(position, name)] = (planner.score(index, named[position][1]), answer.positions)
+            if not fitting:
+                following.add((named, outcome))
+                continue
+            best = (max if node_policy == "binpack" else min)(score for score, _ in fitting.values())
+            for (position, name), (score, positions) in fitting.items():
+                if score != best:
+                    continue
+                successor = list(named)
+                successor[position] = planner.charged(planner.class_of[name], named[position], request,
+                                                      positions)
                 ids = tuple(planner.base[name][i].id for i in positions)
-                following.add((successor, tuple(sorted((*outcome, (name, ids))))))
+                following.add((tuple(successor), tuple(sorted((*outcome, (name, ids))))))
         if len(following) > limit:
             raise ValueError(f"more than {limit} ways to place these pods: too many to list")
         frontier = following
@@ -454,10 +615,61 @@ def plan(devices: list[GpuDevice], pods: list[GpuRequest], *,
 
 
 def capacity(nodes: Mapping[str, list[GpuDevice]], request: GpuRequest, *,
-             policy: str = DEFAULT_GPU_POLICY, node_policy: str = DEFAULT_NODE_POLICY) -> Span:
-    """How many pods of one shape the nodes take before HAMi refuses, over every tie."""
-    upper_bound = sum(d.count for devices in nodes.values() for d in devices) + 1
-    return plan_sequence(nodes, [request] * upper_bound, policy=policy, node_policy=node_policy).placed
+             policy: str = DEFAULT_GPU_POLICY, node_policy: str = DEFAULT_NODE_POLICY,
+             pod_room: Mapping[str, int] | None = None, floating: int = 0) -> Span:
+    """How many pods of one shape the nodes take before HAMi refuses, over every tie (and every
+    way `floating` platform pods may sit on the nodes).
+
+    Identical pods: a branch that refuses one refuses every later one (usage only grows), so each
+    branch stops at its first refusal."""
+    planner = _Planner(nodes, policy, node_policy, pod_room, floating, [request])
+    filler = Filler(planner, request)
+    spans = [filler.more(start) for start in planner.starts()]
+    return Span(min(s.low for s in spans), max(s.high for s in spans))
+
+
+class Filler:
+    """Pods of one shape added one at a time until HAMi refuses one: how many more a state takes,
+    over every tie. Identical pods and usage that only grows make the states a DAG whose branches
+    meet, so each state is answered once, whichever start reaches it."""
+
+    def __init__(self, planner: _Planner, request: GpuRequest) -> None:
+        self.planner, self.request = planner, request
+        self.cores = min(request.coresreq, FULL_CARD_CORES) * request.nums
+        self.memo: dict[tuple[State, QuotaLeft | None], tuple[int, int]] = {}
+
+    def more(self, state: State, quota: QuotaLeft | None = None) -> Span:
+        """How many more pods `state` takes (HAMi's quota left: `quota`)."""
+        start = (state, quota)
+        stack, following = [start], {}
+        while stack:
+            key = stack[-1]
+            if key in self.memo:
+                stack.pop()
+                continue
+            if key not in following:
+                following[key] = self._successors(*key)
+            waiting = [s for s in following[key] if s not in self.memo]
+            if waiting:
+                stack.extend(waiting)
+                continue
+            stack.pop()
+            counts = [self.memo[s] for s in following.pop(key)]
+            self.memo[key] = ((1 + min(c[0] for c in counts), 1 + max(c[1] for c in counts)) if counts
+                              else (0, 0))
+        return Span(*self.memo[start])
+
+    def _successors(self, state: State, quota: QuotaLeft | None) -> list[tuple[State, QuotaLeft | None]]:
+        _, moves = moves_from(self.planner, state, self.request, quota)
+        return [(move.successor, _less(quota, move_memory(self.planner, self.request, move), self.cores))
+                for move in moves]
+
+
+def _less(quota: QuotaLeft | None, memory: int, cores: int) -> QuotaLeft | None:
+    if quota is None:
+        return None
+    return QuotaLeft(None if quota.memory is None else quota.memory - memory,
+                     None if quota.cores is None else quota.cores - cores)
 
 
 def pods_that_fit(nodes: Mapping[str, list[GpuDevice]], request: GpuRequest, *,

@@ -1,18 +1,22 @@
 """GPU capacity as code: a tenant's declared workloads planned on its cards, as HAMi would place them.
 
-Workloads are planned in their declared order, one replica at a time, because each placement
-changes the next one's options; a namespace's `gpuQuotas` count as their enforcers count them.
-When a declaration does not fit, the same planner finds the smallest fix: more workers of the
-tenant's shape, or more cards per worker.
+Every replica of every declared workload is created together, as their controllers and one
+`kubectl apply` create them, and HAMi then places them in whichever order kube-scheduler's queue
+gives (`kamaji_hami_platform.gpu.orders`): the verdict holds for every order. At creation HAMi's
+webhook sees none of them placed, and the ResourceQuota on `requests.nvidia.com/gpu` counts each
+created pod, Pending ones too. Each worker takes as many GPU pods as its kubelet allows besides the
+platform's own (`node_pods`). When a declaration does not fit, the smallest fix: the quotas to
+raise, the workers or cards to add (a hardware change for worker hosts), or both.
 
 Upstream: k8s.io/apiserver v0.35 admission/plugin/resourcequota/controller.go (every created pod
-counts); Project-HAMi/HAMi v2.10.0 pkg/device/quota.go (`ResourceQuotaNotFit`).
+counts); Project-HAMi/HAMi v2.10.0 pkg/device/quota.go (`ResourceQuotaNotFit`; `Used` grows when
+HAMi allocates, `AddUsage`), pkg/scheduler/webhook.go `fitResourceQuota`.
 Rationale: docs/gpu-capacity.md (order, quotas, the fix).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from kamaji_hami_platform import names
@@ -23,9 +27,27 @@ from kamaji_hami_platform.config import (
     GpuWorkloadConfig,
     TenantConfig,
 )
-from kamaji_hami_platform.gpu.card_fit import GpuRequest, QuotaLeft
-from kamaji_hami_platform.gpu.devices import GpuDevice, tenant_devices
-from kamaji_hami_platform.gpu.placement import CountQuota, Plan, Span, plan_sequence
+from kamaji_hami_platform.gpu.card_fit import FULL_CARD_CORES, GpuRequest, QuotaLeft
+from kamaji_hami_platform.gpu.devices import GpuDevice, mock_devices, tenant_devices
+from kamaji_hami_platform.gpu.node_pods import floating_pods, gpu_pod_room
+from kamaji_hami_platform.gpu.orders import (
+    DOES_NOT_FIT,
+    FITS,
+    UNKNOWN,
+    Batch,
+    OrderPlan,
+    never_refused,
+    plan_any_order,
+)
+from kamaji_hami_platform.gpu.placement import (
+    WEBHOOK_DENIED,
+    CountQuota,
+    Filler,
+    Span,
+    _quota_left,
+    _webhook_admits,
+    count_refusal,
+)
 from kamaji_hami_platform.gpu.render import QUOTA_NAME
 
 
@@ -77,18 +99,25 @@ class WorkloadPlan:
     cards: list[CardLeft]
     certain: bool
     complete: bool
-    fits: bool = True
-    """No replica refused in any branch HAMi's ties allow, and every branch followed."""
+    verdict: str = FITS
+    """`fits` (no replica refused in any order or node tie HAMi may take), `does not fit` (one is,
+    in an order that can happen), or `unknown` (the planner could show neither: `why`)."""
     fix: str = ""
     """The smallest change that makes every replica fit, when one does not."""
+    why: str = ""
+    """Why the verdict is `unknown`."""
+
+    @property
+    def fits(self) -> bool:
+        return self.verdict == FITS
 
     def as_output(self) -> dict[str, Any]:
         cards: dict[str, dict[str, Any]] = {}
         for card in self.cards:
             cards.setdefault(card.node, {})[card.card] = card.as_output()
-        return {"fits": self.fits, "certain": self.certain, "complete": self.complete,
-                "workloads": {w.name: w.as_output() for w in self.workloads}, "cards": cards,
-                "fix": self.fix}
+        return {"fits": self.fits, "verdict": self.verdict, "certain": self.certain,
+                "complete": self.complete, "workloads": {w.name: w.as_output() for w in self.workloads},
+                "cards": cards, "fix": self.fix, "why": self.why}
 
 
 def workload_request(workload: GpuWorkloadConfig) -> GpuRequest:
@@ -100,15 +129,6 @@ def workload_request(workload: GpuWorkloadConfig) -> GpuRequest:
 # The quota keys as the config accepts them (config/rules.py QUOTA_KEYS): HAMi's two, then
 # Kubernetes' count of cards.
 HAMI_MEMORY_QUOTA, HAMI_CORES_QUOTA, GPU_REQUESTS_QUOTA = QUOTA_KEYS
-
-
-Replica = tuple[int, GpuRequest, str]  # workload index, request, namespace
-
-
-def _replicas(tenant: TenantConfig) -> list[Replica]:
-    """Every replica in declared order, each workload's in turn."""
-    return [(index, workload_request(w), w.namespace) for index, w in enumerate(tenant.gpu_workloads)
-            for _ in range(w.replicas)]
 
 
 def _counts(tenant: TenantConfig) -> dict[str, CountQuota]:
@@ -124,14 +144,94 @@ def _hami_quotas(tenant: TenantConfig) -> dict[str, QuotaLeft]:
             if HAMI_MEMORY_QUOTA in limits or HAMI_CORES_QUOTA in limits}
 
 
-def _plan(tenant: TenantConfig, cluster: str, replicas: list[Replica], quotas: bool = True) -> Plan:
-    """The replicas created and placed in turn; `quotas=False`: as if the namespaces had none."""
-    return plan_sequence(tenant_devices(tenant, cluster), [request for _, request, _ in replicas],
-                         policy=tenant.hami.gpu_scheduler_policy,
-                         node_policy=tenant.hami.node_scheduler_policy,
-                         namespaces=[namespace for _, _, namespace in replicas],
-                         quotas=_hami_quotas(tenant) if quotas else None,
-                         counts=_counts(tenant) if quotas else None)
+@dataclass(frozen=True)
+class Hardware:
+    """The GPU nodes a plan runs on: a tenant's own, or a larger shape the fix tries."""
+
+    nodes: dict[str, list[GpuDevice]]
+    pod_room: dict[str, int]
+    floating: int = 0
+    """The platform's pods kube-scheduler may have put on any of the nodes."""
+
+
+def tenant_hardware(tenant: TenantConfig, cluster: str, workers: int | None = None,
+                    per_worker: int | None = None) -> Hardware:
+    """The tenant's workers and cards, or `workers` of them with `per_worker` cards each (new
+    workers named after the tenant's, new hosts `<tenant>-new-host-<i>`)."""
+    if workers is None and per_worker is None:
+        nodes = tenant_devices(tenant, cluster)
+    else:
+        assert tenant.gpus is not None
+        names_ = tenant.worker_names()
+        count = len(names_) if workers is None else workers
+        if tenant.on_hosts:
+            names_ += [f"{tenant.name}-new-host-{i}" for i in range(count - len(names_))]
+        else:
+            names_ = [names.worker_name(tenant.name, i) for i in range(count)]
+        cards = tenant.gpus.per_worker if per_worker is None else per_worker
+        nodes = {node: mock_devices(tenant.gpus.model, cards, cluster, tenant.name, node)
+                 for node in names_[:count]}
+    room = gpu_pod_room(tenant)
+    return Hardware(nodes, {node: room for node in nodes}, sum(floating_pods(tenant).values()))
+
+
+@dataclass
+class Admission:
+    """The replicas created at once, in declared order: per workload how many the API server
+    created, and why it refused the rest ("" when it refused none)."""
+
+    created: list[int]
+    refusals: list[str]
+
+
+def admit(tenant: TenantConfig, quotas: bool = True) -> Admission:
+    """Creation, before HAMi places any: HAMi's webhook sees no pod of the namespace placed, so it
+    denies only a pod over its quota on its own (pkg/scheduler/webhook.go fitResourceQuota); then
+    the ResourceQuota on requests.nvidia.com/gpu counts every created pod in turn."""
+    hami, counts = (_hami_quotas(tenant), _counts(tenant)) if quotas else ({}, {})
+    taken: dict[str, int] = {}
+    created, refusals = [], []
+    for workload in tenant.gpu_workloads:
+        request, namespace = workload_request(workload), workload.namespace
+        if not _webhook_admits(request, _quota_left(hami, (), namespace)):
+            created.append(0)
+            refusals.append(WEBHOOK_DENIED)
+            continue
+        count = counts.get(namespace)
+        admitted = workload.replicas
+        if count is not None:
+            used = taken.get(namespace, 0)
+            admitted = min(workload.replicas, max(0, (count.limit - used) // request.nums))
+            taken[namespace] = used + admitted * request.nums
+        created.append(admitted)
+        refusals.append("" if count is None or admitted == workload.replicas
+                        else count_refusal(count, request, taken[namespace]))
+    return Admission(created, refusals)
+
+
+def batches_of(tenant: TenantConfig, admission: Admission) -> tuple[list[Batch], list[int]]:
+    """Identical created pods merged into batches (one request in one namespace): the batches, and
+    each workload's batch."""
+    keys: dict[tuple[GpuRequest, str], int] = {}
+    counts: list[int] = []
+    owner = []
+    for workload, created in zip(tenant.gpu_workloads, admission.created, strict=True):
+        key = (workload_request(workload), workload.namespace)
+        if key not in keys:
+            keys[key] = len(counts)
+            counts.append(0)
+        counts[keys[key]] += created
+        owner.append(keys[key])
+    batches = [Batch(request, namespace, counts[index]) for (request, namespace), index in keys.items()]
+    return batches, owner
+
+
+def _plan_orders(tenant: TenantConfig, hardware: Hardware, batches: list[Batch], quotas: bool = True,
+                 stop_at_refusal: bool = False) -> OrderPlan:
+    return plan_any_order(hardware.nodes, batches, policy=tenant.hami.gpu_scheduler_policy,
+                          node_policy=tenant.hami.node_scheduler_policy,
+                          quotas=_hami_quotas(tenant) if quotas else None, pod_room=hardware.pod_room,
+                          stop_at_refusal=stop_at_refusal, floating=hardware.floating)
 
 
 def _interchangeable(nodes: dict[str, list[GpuDevice]]) -> dict[str, list[str]]:
@@ -160,54 +260,113 @@ def _cards_left(nodes: dict[str, list[GpuDevice]], final: list[dict[str, list[Gp
     return cards
 
 
-def _headroom(tenant: TenantConfig, cluster: str, replicas: list[Replica], planned: Plan,
+def _placed(planned: OrderPlan, batches: list[Batch], owner: list[int], created: list[int],
+            workload: int) -> Span:
+    """A workload's placed pods: its share of its batch's, which may be any of the batch's
+    identical pods (which of them HAMi takes first is the queue's choice)."""
+    batch = owner[workload]
+    others = batches[batch].count - created[workload]
+    if not planned.finals:
+        return Span(created[workload], created[workload])
+    lows, highs = [], []
+    for _, _, placed, _ in planned.finals:
+        lows.append(max(0, placed[batch] - others))
+        highs.append(min(created[workload], placed[batch]))
+    return Span(min(lows), max(highs))
+
+
+# The ends a headroom is counted from: past them, its low end is what the bound guarantees.
+HEADROOM_ENDS = 4
+
+
+def _headroom(tenant: TenantConfig, hardware: Hardware, planned: OrderPlan, batches: list[Batch],
               workload: int) -> Span:
-    """How many more replicas of one workload would fit after all declared ones: the declared
-    sequence with more of that workload appended, quotas and all. Exact where the declared plan is
-    certain, else bounds over the branches."""
+    """How many more replicas of one workload would fit after all declared ones, created later:
+    from the ends the plan reached, one more at a time as HAMi places them (webhook and
+    ResourceQuota included). From more than HEADROOM_ENDS ends, or when the plan could not follow
+    every order, the low end is what the bound guarantees in all of them, the high end what the
+    first HEADROOM_ENDS reached."""
     declared = tenant.gpu_workloads[workload]
-    more: Replica = (workload, workload_request(declared), declared.namespace)
-    nodes = tenant_devices(tenant, cluster)
-    room = sum(d.count for devices in nodes.values() for d in devices) + 1
-    extended = _plan(tenant, cluster, [*replicas, *[more] * room])
-    return Span(max(0, extended.placed.low - planned.placed.high),
-                max(0, extended.placed.high - planned.placed.low))
+    request, namespace = workload_request(declared), declared.namespace
+    planner = planned.planner
+    assert planner is not None
+    quotas = _hami_quotas(tenant)
+    count = _counts(tenant).get(namespace)
+    created_cards = sum(b.count * b.request.nums for b in batches if b.namespace == namespace)
+    by_count = None if count is None else max(0, (count.limit - created_cards) // request.nums)
+    filler = Filler(planner, request)
+    ends = list(dict.fromkeys((b[0], b[3]) for b in planned.finals))
+    found = []
+    for state, used in ends[:HEADROOM_ENDS]:
+        span = filler.more(state, _quota_left(quotas, used, namespace))
+        found += [span.low, span.high]
+    if not found:
+        return Span(0, 0)
+    low, high = min(found), max(found)
+    if not planned.complete or len(ends) > HEADROOM_ENDS:
+        low = _guaranteed_more(tenant, hardware, batches, request, namespace, high)
+    if by_count is not None:
+        low, high = min(low, by_count), min(high, by_count)
+    return Span(low, high)
 
 
-def _fits_plan(plan: Plan) -> bool:
-    """No replica refused in any branch, and every branch followed (else a refusal may hide)."""
-    return plan.complete and plan.refused.high == 0
+def _guaranteed_more(tenant: TenantConfig, hardware: Hardware, batches: list[Batch], request: GpuRequest,
+                     namespace: str, most: int) -> int:
+    """The most extra pods (up to `most`) the bound shows no order can refuse."""
+    def proven(extra: int) -> bool:
+        more = [*batches, Batch(request, namespace, extra)]
+        return all(never_refused(hardware.nodes, more, i, tenant.hami.gpu_scheduler_policy, hardware.pod_room,
+                                 hardware.floating) for i in range(len(more)))
+    low, high = 0, most
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if proven(middle) else (low, middle - 1)
+    return low
+
+
+def _certain(planned: OrderPlan) -> bool:
+    """One end in every order and tie (up to naming identical nodes), each batch on one node."""
+    return planned.complete and len({(b[0], b[2]) for b in planned.finals}) == 1 and all(
+        len({node for node, _ in outcome.options}) <= 1 for outcome in planned.outcomes)
 
 
 def plan_workloads(tenant: TenantConfig, cluster: str) -> WorkloadPlan:
-    """The tenant's declared workloads on its configured cards, with HAMi's policies and the
-    namespaces' quotas."""
-    nodes = tenant_devices(tenant, cluster)
-    replicas = _replicas(tenant)
-    planned = _plan(tenant, cluster, replicas)
+    """The tenant's declared workloads on its configured cards, with HAMi's policies, the
+    namespaces' quotas and the kubelet's pod limit."""
+    hardware = tenant_hardware(tenant, cluster)
+    admission = admit(tenant)
+    batches, owner = batches_of(tenant, admission)
+    planned = _plan_orders(tenant, hardware, batches)
     results = []
     for index, workload in enumerate(tenant.gpu_workloads):
-        mine = [p for p, (owner, _, _) in zip(planned.placements, replicas, strict=True) if owner == index]
-        certain_placed = sum(1 for p in mine if p.ok)
-        maybe = sum(1 for p in mine if p.maybe_refused)
-        refusal = next((p for p in mine if not p.ok), None)
+        outcome = planned.outcomes[owner[index]]
+        placed = _placed(planned, batches, owner, admission.created, index)
+        reasons = [r for r in (admission.refusals[index], *outcome.refusals) if r]
+        messages = [m for m in (admission.refusals[index],
+                                *(m for _, m in outcome.refusals.values())) if m]
         results.append(WorkloadResult(
-            workload.name, workload.namespace, workload.replicas,
-            placed=Span(certain_placed, certain_placed + maybe),
-            refused=Span(workload.replicas - certain_placed - maybe, workload.replicas - certain_placed),
-            nodes=sorted({node for p in mine for node in p.nodes}),
-            reason=refusal.reason if refusal else "",
-            kubectl_message=refusal.scheduler_message if refusal else "",
-            headroom=_headroom(tenant, cluster, replicas, planned, index)))
-    plan = WorkloadPlan(tenant.name, results, _cards_left(nodes, planned.final) if planned.final else [],
-                        planned.certain, planned.complete, fits=_fits_plan(planned))
-    if not plan.fits:
+            workload.name, workload.namespace, workload.replicas, placed=placed,
+            refused=Span(workload.replicas - placed.high, workload.replicas - placed.low),
+            nodes=sorted({node for node, _ in outcome.options}),
+            reason=" | ".join(reasons), kubectl_message=" | ".join(messages),
+            headroom=_headroom(tenant, hardware, planned, batches, index)))
+    verdict = DOES_NOT_FIT if any(admission.refusals) else planned.verdict
+    final = planned.final_nodes
+    plan = WorkloadPlan(tenant.name, results, _cards_left(hardware.nodes, final) if final else [],
+                        _certain(planned), planned.complete, verdict=verdict,
+                        why=planned.why if verdict == UNKNOWN else "")
+    if verdict == DOES_NOT_FIT:
         plan.fix = smallest_fix(tenant, cluster)
     return plan
 
 
-def _fits(tenant: TenantConfig, cluster: str, quotas: bool = True) -> bool:
-    return _fits_plan(_plan(tenant, cluster, _replicas(tenant), quotas))
+def _fits(tenant: TenantConfig, hardware: Hardware, quotas: bool = True) -> bool:
+    """Every replica fits in every order (shown, not merely not refuted)."""
+    admission = admit(tenant, quotas)
+    if any(admission.refusals):
+        return False
+    batches, _ = batches_of(tenant, admission)
+    return _plan_orders(tenant, hardware, batches, quotas, stop_at_refusal=True).verdict == FITS
 
 
 def _max_workers(tenant: TenantConfig) -> int:
@@ -216,41 +375,97 @@ def _max_workers(tenant: TenantConfig) -> int:
     return min(2 ** max(NODE_POD_CIDR_PREFIX - prefix, 0), names.MAX_WORKERS)
 
 
-def _shape(tenant: TenantConfig, workers: int, per_worker: int) -> TenantConfig:
+def _smallest(low: int, high: int, fits: Any) -> int | None:
+    """The smallest value in [low, high] that fits, by bisection: more workers or more cards never
+    make HAMi refuse what fewer took (checked at `high` first, and the answer is always one that
+    was shown to fit)."""
+    if low > high or not fits(high):
+        return None
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if fits(middle) else (middle + 1, high)
+    return low
+
+
+def quota_shortfall(tenant: TenantConfig) -> list[str]:
+    """Each namespace quota the declared workloads need more of: `<namespace> <key> >= <total>`."""
     assert tenant.gpus is not None
-    return replace(tenant, workers=workers, gpus=replace(tenant.gpus, per_worker=per_worker))
+    card = mock_devices(tenant.gpus.model, 1, "", tenant.name, "")[0]
+    needed: dict[str, dict[str, int]] = {}
+    for workload in tenant.gpu_workloads:
+        request = workload_request(workload)
+        cards = workload.replicas * request.nums
+        totals = needed.setdefault(workload.namespace, {})
+        for key, amount in ((HAMI_MEMORY_QUOTA, request.memory_on(card) * cards),
+                            (HAMI_CORES_QUOTA, min(request.coresreq, FULL_CARD_CORES) * cards),
+                            (GPU_REQUESTS_QUOTA, cards)):
+            totals[key] = totals.get(key, 0) + amount
+    short = []
+    for namespace, limits in sorted(tenant.gpu_quotas.items()):
+        for key, limit in limits.items():
+            total = needed.get(namespace, {}).get(key, 0)
+            if total > limit:
+                short.append(f"{namespace} {key} to at least {total} (now {limit})")
+    return short
 
 
 def smallest_fix(tenant: TenantConfig, cluster: str) -> str:
-    """The fewest workers to add, and the fewest cards per worker to add, that make every declared
-    replica fit, as the planner says, within what the config allows; if neither alone does, the
-    smallest combination (fewest cards in all); if the namespaces' quotas alone refuse, that."""
+    """What makes every declared replica fit: the quotas to raise, when they are short, and the
+    fewest workers (or cards per worker) to add, within what the config allows, found with the
+    quotas out of the way; for worker hosts, adding either is a hardware change."""
     assert tenant.gpus is not None
-    workers, cards = tenant.workers, tenant.gpus.per_worker
-    largest = _shape(tenant, _max_workers(tenant), MAX_CARDS_PER_NODE)
-    if not _fits(largest, cluster):  # more of both is never worse: nothing smaller will do
-        if tenant.gpu_quotas and _fits(largest, cluster, quotas=False):
-            quota = sorted({w.namespace for w in tenant.gpu_workloads if w.namespace in tenant.gpu_quotas})
-            return f"the quotas refuse what the cards could hold: raise gpuQuotas of {', '.join(quota)}"
-        return (f"no more workers or cards within the config's limits (up to {_max_workers(tenant)} "
-                f"workers, {MAX_CARDS_PER_NODE} cards per worker) would do: make the workloads smaller")
+    parts = []
+    if short := quota_shortfall(tenant):
+        parts.append("raise gpuQuotas: " + "; ".join(short))
+    if not _fits(tenant, tenant_hardware(tenant, cluster), quotas=False):
+        parts.append(_hardware_fix(tenant, cluster))
+    if not parts:  # the quotas are not short and the cards hold it all: only the order refuses
+        parts.append(_hardware_fix(tenant, cluster))
+    return " and ".join(parts)
+
+
+def _hardware_fix(tenant: TenantConfig, cluster: str) -> str:
+    assert tenant.gpus is not None
+    workers, cards, most = len(tenant.worker_names()), tenant.gpus.per_worker, _max_workers(tenant)
+
+    def fits(w: int, c: int) -> bool:
+        return _fits(tenant, tenant_hardware(tenant, cluster, w, c), quotas=False)
+
     options = []
-    more_workers = next((w for w in range(workers + 1, _max_workers(tenant) + 1)
-                         if _fits(_shape(tenant, w, cards), cluster)), None)
+    more_workers = _smallest(workers + 1, most, lambda w: fits(w, cards))
     if more_workers is not None:
-        options.append(f"{more_workers - workers} more worker(s) of this tenant's shape "
-                       f"(workers: {more_workers})")
-    more_cards = next((c for c in range(cards + 1, MAX_CARDS_PER_NODE + 1)
-                       if _fits(_shape(tenant, workers, c), cluster)), None)
+        options.append(_more_workers(tenant, more_workers - workers, more_workers))
+    more_cards = _smallest(cards + 1, MAX_CARDS_PER_NODE, lambda c: fits(workers, c))
     if more_cards is not None:
-        options.append(f"{more_cards - cards} more card(s) per worker (gpus.perWorker: {more_cards})")
+        options.append(_more_cards(tenant, more_cards))
     if options:
         return " or ".join(options)
-    both = sorted((w * c, w, c) for w in range(workers + 1, _max_workers(tenant) + 1)
-                  for c in range(cards + 1, MAX_CARDS_PER_NODE + 1))
-    w, c = next((w, c) for _, w, c in both if _fits(_shape(tenant, w, c), cluster))
-    return (f"{w - workers} more worker(s) and {c - cards} more card(s) per worker "
-            f"(workers: {w}, gpus.perWorker: {c})")
+    both = []
+    for c in range(cards + 1, MAX_CARDS_PER_NODE + 1):
+        w = _smallest(workers + 1, most, lambda w, c=c: fits(w, c))
+        if w is not None:
+            both.append((w * c, w, c))
+    if not both:
+        return (f"no more workers or cards within the config's limits (up to {most} workers, "
+                f"{MAX_CARDS_PER_NODE} cards per worker) would do: make the workloads smaller")
+    _, w, c = min(both)
+    return f"{_more_workers(tenant, w - workers, w)} with {_more_cards(tenant, c)}"
+
+
+def _more_workers(tenant: TenantConfig, more: int, total: int) -> str:
+    if tenant.on_hosts:
+        return (f"{more} more GPU host(s) like this tenant's (a hardware change: {total} hosts, each "
+                f"added to its hosts)")
+    return f"{more} more worker(s) of this tenant's shape (workers: {total})"
+
+
+def _more_cards(tenant: TenantConfig, per_worker: int) -> str:
+    assert tenant.gpus is not None
+    more = per_worker - tenant.gpus.per_worker
+    if tenant.on_hosts:
+        return (f"{more} more card(s) per host (a hardware change: hosts with {per_worker} cards, then "
+                f"gpus.perWorker: {per_worker})")
+    return f"{more} more card(s) per worker (gpus.perWorker: {per_worker})"
 
 
 def refusal_message(index: int, tenant: TenantConfig, plan: WorkloadPlan) -> list[str]:
@@ -266,13 +481,27 @@ def refusal_message(index: int, tenant: TenantConfig, plan: WorkloadPlan) -> lis
     return lines
 
 
-__all__ = ["CardLeft", "WorkloadPlan", "WorkloadResult", "plan_workloads",
-           "refusal_message", "smallest_fix"]
+def undecided_message(index: int, tenant: TenantConfig, plan: WorkloadPlan) -> str:
+    """The line for a tenant whose plan has no verdict: neither fits nor refused, and why."""
+    return (f"tenants[{index}].gpuWorkloads ({tenant.name}): the planner could not decide whether they "
+            f"fit: {plan.why}. Nothing is refused for it; `kamaji-hami-plan workloads` shows the orders "
+            "it followed")
+
+
+def verdict_of(plans: list[WorkloadPlan]) -> str:
+    """One verdict for several plans: any that does not fit decides, then any unknown."""
+    verdicts = {plan.verdict for plan in plans}
+    return DOES_NOT_FIT if DOES_NOT_FIT in verdicts else UNKNOWN if UNKNOWN in verdicts else FITS
+
+
+__all__ = ["DOES_NOT_FIT", "FITS", "UNKNOWN", "CardLeft", "WorkloadPlan", "WorkloadResult", "admit",
+           "plan_workloads", "quota_shortfall", "refusal_message", "smallest_fix", "tenant_hardware",
+           "undecided_message", "verdict_of"]
 
 
 def plan_declared_workloads(platform: Any) -> tuple[dict[str, WorkloadPlan], list[str]]:
     """Every tenant's declared workloads planned (tenants without any are left out), and a line per
-    workload that does not fit."""
+    workload that does not fit (a tenant whose verdict is unknown: `undecided_tenants`)."""
     plans: dict[str, WorkloadPlan] = {}
     problems: list[str] = []
     for index, tenant in enumerate(platform.tenants):
@@ -281,3 +510,10 @@ def plan_declared_workloads(platform: Any) -> tuple[dict[str, WorkloadPlan], lis
         plans[tenant.name] = plan = plan_workloads(tenant, platform.management.name)
         problems += refusal_message(index, tenant, plan)
     return plans, problems
+
+
+def undecided_tenants(platform: Any, plans: dict[str, WorkloadPlan]) -> list[str]:
+    """A line per tenant whose plan is neither `fits` nor `does not fit`."""
+    return [undecided_message(index, tenant, plans[tenant.name])
+            for index, tenant in enumerate(platform.tenants)
+            if tenant.name in plans and plans[tenant.name].verdict == UNKNOWN]

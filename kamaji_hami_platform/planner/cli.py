@@ -29,7 +29,8 @@ from kamaji_hami_platform.gpu.devices import (
     GpuCapacity,
     tenant_devices,
 )
-from kamaji_hami_platform.planner.compare import format_markdown, format_text, head_fits, load_side
+from kamaji_hami_platform.gpu.workloads import DOES_NOT_FIT, FITS, UNKNOWN
+from kamaji_hami_platform.planner.compare import format_markdown, format_text, head_verdict, load_side
 from kamaji_hami_platform.planner.workloads_report import (
     ADD_WORKERS,
     CARDS_PER_WORKER,
@@ -124,11 +125,14 @@ def _verdict(summary: dict[str, Any]) -> str:
     return verdict
 
 
-EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_BAD_ARGUMENTS = 0, 1, 2
-WORKLOADS_EPILOG = """exit status: 0 when every declared replica fits, 1 when one does not (or may not, as
-HAMi breaks a node tie), 2 for bad arguments or a stack file that does not validate."""
+EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_BAD_ARGUMENTS, EXIT_UNKNOWN = 0, 1, 2, 3
+EXIT_BY_VERDICT = {FITS: EXIT_FITS, DOES_NOT_FIT: EXIT_DOES_NOT_FIT, UNKNOWN: EXIT_UNKNOWN}
+WORKLOADS_EPILOG = """exit status: 0 when every declared replica fits in every order HAMi may take them in, 1
+when one does not (or may not), 2 for bad arguments or a stack file that does not validate, 3 when the
+planner could show neither (unknown)."""
 COMPARE_EPILOG = """exit status: 0 when everything fits in HEAD, 1 when something does not or HEAD does not
-validate, 2 for bad arguments. A missing or invalid BASE is reported, not an error."""
+validate, 2 for bad arguments, 3 when HEAD's verdict is unknown. A missing or invalid BASE is reported,
+not an error."""
 
 
 def _add_stack_arguments(command: argparse.ArgumentParser) -> None:
@@ -188,7 +192,7 @@ def _workloads(args: argparse.Namespace) -> int:
     platform, changes = load_with_what_ifs(path, what_ifs)
     report = workloads_report(platform, path.name, changes)
     print(json.dumps(report.as_output(), indent=2) if args.json else format_workloads(report))
-    return EXIT_FITS if report.fits else EXIT_DOES_NOT_FIT
+    return EXIT_BY_VERDICT[report.verdict]
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -197,7 +201,7 @@ def _compare(args: argparse.Namespace) -> int:
     base, head = load_side(args.base), load_side(args.head)
     title = args.title or f"GPU capacity: {args.head.name}"
     print(format_markdown(base, head, title) if args.markdown else format_text(base, head, title))
-    return EXIT_FITS if head_fits(head) else EXIT_DOES_NOT_FIT
+    return EXIT_BY_VERDICT[head_verdict(head)]
 
 
 COMMANDS = {"plan": _plan, "workloads": _workloads, "compare": _compare}

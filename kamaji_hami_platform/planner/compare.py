@@ -13,11 +13,20 @@ from pathlib import Path
 
 from kamaji_hami_platform.config import ConfigError, load_stack_file
 from kamaji_hami_platform.gpu.placement import Span
-from kamaji_hami_platform.gpu.workloads import WorkloadPlan, WorkloadResult, plan_declared_workloads
+from kamaji_hami_platform.gpu.workloads import (
+    DOES_NOT_FIT,
+    FITS,
+    UNKNOWN,
+    WorkloadPlan,
+    WorkloadResult,
+    plan_declared_workloads,
+    verdict_of,
+)
 
 LESS_ROOM = "⚠ less room"
 MORE_REFUSED = "⚠ more refused"
 REFUSED = "⚠ refused"
+UNDECIDED = "? unknown"
 MORE_ROOM = "more room"
 FEWER_REFUSED = "fewer refused"
 NEW_TENANT, NEW_WORKLOAD = "new tenant", "new workload"
@@ -67,6 +76,14 @@ def _worse(base: Span, head: Span) -> bool:
 
 def _marks(base: WorkloadResult | None, head: WorkloadResult | None, tenant: str,
            base_side: Side, head_side: Side) -> list[str]:
+    marks = _change_marks(base, head, tenant, base_side, head_side)
+    if head is not None and head_side.plans[tenant].verdict == UNKNOWN:
+        marks.append(UNDECIDED)
+    return marks
+
+
+def _change_marks(base: WorkloadResult | None, head: WorkloadResult | None, tenant: str,
+                  base_side: Side, head_side: Side) -> list[str]:
     if head is None:
         return [REMOVED_WORKLOAD if tenant in head_side.tenants else REMOVED_TENANT]
     marks = []
@@ -127,10 +144,13 @@ def _base_note(base: Side, head: Side) -> str:
 
 
 def _head_findings(head: Side) -> list[str]:
-    """One line per head tenant that does not fit: each refusal and the smallest fix."""
+    """One line per head tenant that does not fit (each refusal and the smallest fix) or whose
+    verdict is unknown (why)."""
     lines = []
     for name, plan in head.plans.items():
-        if plan.fits:
+        if plan.verdict == UNKNOWN:
+            lines.append(f"{name}: unknown: {plan.why}.")
+        if plan.verdict != DOES_NOT_FIT:
             continue
         refusals = "; ".join(f"{w.name}: {w.kubectl_message or w.reason}"
                              for w in plan.workloads if w.refused.high)
@@ -138,8 +158,14 @@ def _head_findings(head: Side) -> list[str]:
     return lines
 
 
+def head_verdict(head: Side) -> str:
+    """The head's verdict, as `workloads` and the preview give it (a head that does not validate
+    does not fit)."""
+    return verdict_of(list(head.plans.values())) if head.ok else DOES_NOT_FIT
+
+
 def head_fits(head: Side) -> bool:
-    return head.ok and all(plan.fits for plan in head.plans.values())
+    return head_verdict(head) == FITS
 
 
 def format_text(base: Side, head: Side, title: str) -> str:
@@ -182,5 +208,5 @@ def format_markdown(base: Side, head: Side, title: str) -> str:
     return "\n".join([*lines, ""])
 
 
-__all__ = ["LESS_ROOM", "MORE_REFUSED", "Row", "Side", "compare_rows", "format_markdown", "format_text",
-           "head_fits", "load_side"]
+__all__ = ["LESS_ROOM", "MORE_REFUSED", "UNDECIDED", "Row", "Side", "compare_rows", "format_markdown",
+           "format_text", "head_fits", "head_verdict", "load_side"]

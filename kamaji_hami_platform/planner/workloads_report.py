@@ -19,7 +19,14 @@ from kamaji_hami_platform.config import (
     parse_config,
     read_stack_file,
 )
-from kamaji_hami_platform.gpu.workloads import WorkloadPlan, WorkloadResult, plan_declared_workloads
+from kamaji_hami_platform.gpu.workloads import (
+    FITS,
+    UNKNOWN,
+    WorkloadPlan,
+    WorkloadResult,
+    plan_declared_workloads,
+    verdict_of,
+)
 
 ADD_WORKERS = "--add-workers"
 CARDS_PER_WORKER = "--cards-per-worker"
@@ -108,11 +115,16 @@ class WorkloadsReport:
     tenants: dict[str, TenantConfig]
 
     @property
+    def verdict(self) -> str:
+        return verdict_of(list(self.plans.values()))
+
+    @property
     def fits(self) -> bool:
-        return all(plan.fits for plan in self.plans.values())
+        return self.verdict == FITS
 
     def as_output(self) -> dict[str, Any]:
         return {"stackFile": self.stack_file, "whatIf": self.what_if, "fits": self.fits,
+                "verdict": self.verdict,
                 "tenants": {name: plan.as_output() for name, plan in self.plans.items()}}
 
 
@@ -142,12 +154,15 @@ def _tenant_heading(tenant: TenantConfig) -> str:
 
 
 def verdict(plan: WorkloadPlan) -> str:
-    """`fits`, or the smallest fix; with a note when HAMi's tie-breaking decides."""
+    """`fits`, the smallest fix, or `unknown` and why; with a note when HAMi's choices decide."""
+    if plan.verdict == UNKNOWN:
+        return f"unknown: {plan.why}; neither fits nor does not fit is shown"
     text = "fits" if plan.fits else f"does not fit; smallest change that fits: {plan.fix}"
     if not plan.certain:
-        text += " (ranges: HAMi picks between tied nodes at random)"
+        text += " (ranges: the order HAMi takes the pods in and its picks between tied nodes decide)"
     if not plan.complete:
-        text += " (plan incomplete: too many distinct tie branches)"
+        text += (" (the verdict holds for every order; nodes, headroom and what each card has left "
+                 "cover the orders followed)")
     return text
 
 

@@ -100,15 +100,19 @@ class TestPlan:
         assert plan.fix == ("1 more worker(s) of this tenant's shape (workers: 2) or "
                             "1 more card(s) per worker (gpus.perWorker: 2)")
 
-    def test_declared_order_is_the_plans_order(self, dev_config):
-        """The big pod first (50 % cores) leaves room for one small pod (30 %); the small ones first
-        (60 %) leave none for the big one: the same pods, another outcome."""
+    def test_the_declared_order_does_not_decide_which_workload_hami_takes_first(self, dev_config):
+        """Pods created together reach HAMi in the queue's order, priority then the time each
+        entered the queue (kubernetes v1.35.4 pkg/scheduler/framework/plugins/queuesort/
+        priority_sort.go `Less`), not the order declared. The big pod first (50 % cores) leaves room
+        for one small pod (30 %); the small ones first (60 %) leave none for the big one: either
+        declaration may end either way, so neither fits."""
         big = {"name": "big", "replicas": 1, "gpumem": 60000, "gpucores": 50}
         small = {"name": "small", "replicas": 2, "gpumem": 10000, "gpucores": 30}
         first = plan_workloads(tenant_with(dev_config, big, small).tenants[0], "kamaji")
         second = plan_workloads(tenant_with(dev_config, small, big).tenants[0], "kamaji")
-        assert [w.placed for w in first.workloads] == [Span(1, 1), Span(1, 1)]
-        assert [w.placed for w in second.workloads] == [Span(2, 2), Span(0, 0)]
+        assert [w.placed for w in first.workloads] == [Span(0, 1), Span(1, 2)]
+        assert [w.placed for w in second.workloads] == [Span(1, 2), Span(0, 1)]
+        assert first.verdict == second.verdict == "does not fit"
 
     def test_a_tie_between_nodes_makes_each_cards_leftovers_a_range(self, dev_config):
         """Two identical workers tie for the first pod (HAMi v2.10.0 pkg/scheduler/score.go): its
@@ -137,7 +141,8 @@ class TestPlan:
         than 12 cards on 1 worker: the fewest cards in all is 2 workers of 9 (18 cards)."""
         platform = tenant_with(dev_config, {**SHARE, "replicas": 50}, podCidr="10.36.0.0/22")
         assert smallest_fix(platform.tenants[0], "kamaji") == (
-            "1 more worker(s) and 8 more card(s) per worker (workers: 2, gpus.perWorker: 9)")
+            "1 more worker(s) of this tenant's shape (workers: 2) with 8 more card(s) per worker "
+            "(gpus.perWorker: 9)")
 
     def test_headroom_counts_the_quota(self, dev_config):
         platform = tenant_with(dev_config, {**SHARE, "replicas": 2, "namespace": "ml"},
@@ -176,29 +181,37 @@ class TestQuotas:
             'pods "<pod>" is forbidden: exceeded quota: hami-gpu-quota, '
             "requested: requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=2, "
             "limited: requests.nvidia.com/gpu=2")
-        assert plan.fix == "the quotas refuse what the cards could hold: raise gpuQuotas of ml"
+        assert plan.fix == "raise gpuQuotas: ml requests.nvidia.com/gpu to at least 3 (now 2)"
 
-    def test_hamis_webhook_denies_a_pod_over_its_memory_quota_at_creation(self, dev_config):
-        """pkg/scheduler/webhook.go fitResourceQuota: gpumem x cards against what the namespace's
-        placed pods leave; a denied pod is never created."""
+    def test_pods_created_together_all_pass_the_webhook_and_hami_refuses_the_last(self, dev_config):
+        """HAMi's webhook checks a pod against what the namespace's *placed* pods use
+        (pkg/scheduler/webhook.go fitResourceQuota over QuotaManager.Used, which grows only when HAMi
+        allocates: pkg/device/quota.go AddUsage): three pods created together all pass it; the
+        scheduler's FitQuota then refuses the third (ResourceQuotaNotFit), as the real run did."""
         platform = tenant_with(dev_config, {**SHARE, "namespace": "ml"},
                                gpuQuotas={"ml": {"limits.nvidia.com/gpumem": 50000}})
         (share,) = plan_workloads(platform.tenants[0], "kamaji").workloads
         assert (share.placed, share.refused, share.headroom) == (Span(2, 2), Span(1, 1), Span(0, 0))
-        assert share.reason == 'admission webhook "vgpu.hami.io" denied the request: exceeding resource quota'
+        assert share.reason == "1/1 ResourceQuotaNotFit"
+        assert share.kubectl_message == "0/1 nodes are available: 1 1/1 ResourceQuotaNotFit."
 
-    def test_a_denied_pod_does_not_count_against_the_gpu_request_quota(self, dev_config):
-        """Mutating admission (HAMi's webhook) runs before validating (ResourceQuota): a pod the
-        webhook denies is never created, so the next one still has the request quota's room."""
+    def test_a_pending_pod_still_counts_and_a_later_pod_is_refused_at_creation(self, dev_config):
+        """The real run (5 repeats): three pods pass HAMi's webhook, one stays Pending with
+        ResourceQuotaNotFit, and, since a Pending pod counts toward requests.nvidia.com/gpu
+        (kubernetes v1.35.4 pkg/quota/v1/evaluator/core/pods.go counts every non-terminal pod), the
+        next workload's pod is refused by the ResourceQuota when it is created."""
         platform = tenant_with(dev_config, {"name": "a", "replicas": 3, "gpumem": 10000, "gpucores": 30,
                                             "namespace": "ml"},
                                {"name": "b", "gpumem": 10000, "gpucores": 0, "namespace": "ml"},
                                gpuQuotas={"ml": {"limits.nvidia.com/gpucores": 60,
                                                  "requests.nvidia.com/gpu": 3}})
-        a, b = plan_workloads(platform.tenants[0], "kamaji").workloads
-        assert (a.placed, a.refused) == (Span(2, 2), Span(1, 1))
-        assert a.reason.startswith('admission webhook "vgpu.hami.io" denied')
-        assert (b.placed, b.refused) == (Span(1, 1), Span(0, 0))
+        plan = plan_workloads(platform.tenants[0], "kamaji")
+        a, b = plan.workloads
+        assert (a.placed, a.refused, a.reason) == (Span(2, 2), Span(1, 1), "1/1 ResourceQuotaNotFit")
+        assert (b.placed, b.refused) == (Span(0, 0), Span(1, 1))
+        assert b.reason.startswith('pods "<pod>" is forbidden: exceeded quota: hami-gpu-quota')
+        assert plan.fix == ("raise gpuQuotas: ml limits.nvidia.com/gpucores to at least 90 (now 60); "
+                            "ml requests.nvidia.com/gpu to at least 4 (now 3)")
 
     def test_a_percentage_pod_passes_the_webhook_and_hami_refuses_it_per_card(self, dev_config):
         """The webhook counts a percentage as 0 MiB (GenerateResourceRequests leaves Memreq 0); the

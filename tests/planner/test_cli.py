@@ -97,7 +97,8 @@ class TestWhatIf:
         share = next(ln for ln in out.splitlines() if ln.split()[:1] == ["share"])
         assert share.split()[3:] == ["4", "0", "2"], "placed, refused, headroom"
         # Either worker may take the first pod: what each card has left depends on that tie.
-        assert "21920-61920" in out and "(ranges: HAMi picks between tied nodes at random)" in out
+        assert "21920-61920" in out
+        assert "(ranges: the order HAMi takes the pods in and its picks between tied nodes decide)" in out
 
     def test_more_cards_per_worker_turns_the_refusal_into_a_fit(self, tmp_path, capsys):
         path = stack_file(tmp_path)
