@@ -1,12 +1,14 @@
 """A tenant's declared GPU workloads as the live suite deploys and judges them: pure parts.
 
-The planner (kamaji_hami_platform/gpu/workloads.py) takes the workloads in declared order, each
-one's replicas in turn, one pod at a time: the live case creates the pods in that order and
-creates each only once the one before it runs or is refused, so HAMi sees the sequence the plan
-assumed. What HAMi did is judged against the planner: the (node, cards) of every running pod must
-be one of the outcomes the plan's node ties allow, every pod the plan places in every branch must
-run and every pod it refuses in every branch must be refused, and each workload's running count
-must lie in the exported `placed`. Unit-tested in tests/test_e2e_workloads.py.
+The planner (kamaji_hami_platform/gpu/workloads.py) has every replica created together, as
+controllers create them, and HAMi placing them in any order. The live case does the same: it
+creates every pod at once, then waits until each runs or is refused. Each pod is judged on its
+own against the planner's outcomes: a running pod's node must be one its workload may take, its
+cards on that node, and each card charged the MiB and cores the plan charges; a refused pod's
+workload must be one the plan may refuse, for a reason the plan gives (HAMi's, kube-scheduler's,
+or the API server's at creation); and together the pods must leave the cards in one of the states
+the walk over every order ends in (up to swapping identical nodes), with each workload's counts the
+export's. Unit-tested in tests/e2e/unit/test_workloads.py.
 """
 
 from __future__ import annotations
@@ -22,12 +24,20 @@ from kamaji_hami_platform.config import (
     PlatformConfig,
     TenantConfig,
 )
-from kamaji_hami_platform.gpu import Placement, Plan, Span, plan_tenant, possible_outcomes
-from kamaji_hami_platform.gpu.card_fit import USE_GPU_TYPE
-from kamaji_hami_platform.gpu.devices import tenant_devices
-from kamaji_hami_platform.gpu.placement import Outcome
-from kamaji_hami_platform.gpu.workloads import plan_workloads, workload_request
-from tests.e2e.support import recorded_cards
+from kamaji_hami_platform.gpu import Span
+from kamaji_hami_platform.gpu.card_fit import FULL_CARD_CORES, USE_GPU_TYPE
+from kamaji_hami_platform.gpu.orders import OrderPlan, plan_any_order
+from kamaji_hami_platform.gpu.placement import NodeState, State, _Planner
+from kamaji_hami_platform.gpu.workloads import (
+    Hardware,
+    _hami_quotas,
+    admit,
+    batches_of,
+    plan_workloads,
+    tenant_hardware,
+    workload_request,
+)
+from tests.e2e.support import ALLOCATED_ANNOTATION, VGPU_NODE_ANNOTATION, Allocation, parse_allocation
 
 # Every pod of the case carries its workload's name here: cleanup (and the removal of an interrupted
 # run's pods) selects on the key, so a team's own pods in the same namespace are never touched.
@@ -37,13 +47,14 @@ POD_PREFIX = "e2e-"
 PAUSE_IMAGE = versions.KIND_NODE_PAUSE_IMAGE
 RUNNING = "Running"
 REFUSED = "refused"
+REFUSED_AT_CREATION = "refused at creation"
 # HAMi's reason codes are CamelCase words (`CardInsufficientCore`); node names are DNS labels.
 _CODE = re.compile(r"\b[A-Z][a-z]+(?:[A-Z][a-z]+)+\b")
 
 
 @dataclass(frozen=True)
 class Replica:
-    """One pod of a declared workload: its place in the tenant's sequence (the plan's pod number)."""
+    """One pod of a declared workload: its number within the workload, and within the tenant."""
 
     workload: GpuWorkloadConfig
     number: int  # 1-based, within its workload
@@ -59,7 +70,7 @@ class Replica:
 
 
 def replicas(workloads: tuple[GpuWorkloadConfig, ...]) -> list[Replica]:
-    """Every replica in the planner's order: workloads as declared, each one's replicas in turn."""
+    """Every replica, workloads as declared, each one's replicas in turn (all created at once)."""
     sequence = [(w, n) for w in workloads for n in range(1, w.replicas + 1)]
     return [Replica(w, n, position) for position, (w, n) in enumerate(sequence, start=1)]
 
@@ -91,52 +102,84 @@ def replica_pod(replica: Replica, image: str = PAUSE_IMAGE) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class DeclaredPlan:
-    """What the planner says of a tenant's declared workloads: per pod, every outcome, the export."""
+    """What the planner says of a tenant's declared workloads: per workload its batch, what the
+    walk over every order met, every end state, and the export."""
 
     replicas: list[Replica]
-    plan: Plan  # one placement per replica, in sequence
-    outcomes: frozenset[Outcome]
+    walk: OrderPlan
+    planner: _Planner
+    batch_of: dict[str, int]  # workload name -> batch
+    creation_refusals: dict[str, str]  # workload name -> the API server's refusal ("" none)
+    created: dict[str, int]  # workload name -> how many of its pods the API server creates
     exported: dict[str, Any]  # WorkloadPlan.as_output(): what the stack's gpuPlan must be
 
-    def placement(self, replica: Replica) -> Placement:
-        return self.plan.placements[replica.position - 1]
+    def charge(self, workload: GpuWorkloadConfig) -> tuple[int, int]:
+        """MiB and cores HAMi records per card for one pod of the workload."""
+        request = workload_request(workload)
+        first = self.planner.base[self.planner.names[0]][0]
+        return request.memory_on(first), min(request.coresreq, FULL_CARD_CORES)
+
+    def nodes(self, workload: GpuWorkloadConfig) -> set[str]:
+        return {node for node, _ in self.walk.outcomes[self.batch_of[workload.name]].options}
+
+    def reasons(self, workload: GpuWorkloadConfig) -> list[str]:
+        return list(self.walk.outcomes[self.batch_of[workload.name]].refusals)
 
 
 def declared_plan(platform: PlatformConfig, tenant: TenantConfig) -> DeclaredPlan:
-    """The oracle for one tenant; ValueError when its ties allow too many outcomes to list."""
+    """The oracle for one tenant: the walk over every order to its every end; ValueError when there
+    are too many to follow (a live run could not be judged)."""
     cluster = platform.management.name
-    sequence = replicas(tenant.gpu_workloads)
-    requests = [workload_request(r.workload) for r in sequence]
-    outcomes = possible_outcomes(tenant_devices(tenant, cluster), requests,
-                                 policy=tenant.hami.gpu_scheduler_policy,
-                                 node_policy=tenant.hami.node_scheduler_policy)
-    return DeclaredPlan(sequence, plan_tenant(tenant, cluster, requests), frozenset(outcomes),
+    hardware: Hardware = tenant_hardware(tenant, cluster)
+    admission = admit(tenant)
+    batches, owner = batches_of(tenant, admission)
+    walk = plan_any_order(hardware.nodes, batches, policy=tenant.hami.gpu_scheduler_policy,
+                          node_policy=tenant.hami.node_scheduler_policy, quotas=_hami_quotas(tenant),
+                          pod_room=hardware.pod_room, every_end=True, floating=hardware.floating)
+    if not walk.complete:
+        raise ValueError(f"more than {walk.states} states over the orders HAMi may take")
+    planner = walk.planner
+    assert planner is not None
+    names = [w.name for w in tenant.gpu_workloads]
+    return DeclaredPlan(replicas(tenant.gpu_workloads), walk, planner, dict(zip(names, owner, strict=True)),
+                        dict(zip(names, admission.refusals, strict=True)),
+                        dict(zip(names, admission.created, strict=True)),
                         plan_workloads(tenant, cluster).as_output())
 
 
-def refusal_codes(placement: Placement) -> list[str]:
-    """HAMi's reason codes the plan gives for refusing this pod (across nodes and branches)."""
-    return sorted(set(_CODE.findall(placement.reason)))
+def refusal_codes(reasons: list[str]) -> list[str]:
+    """HAMi's (and kube-scheduler's) reason codes in the plan's refusals."""
+    codes = {code for reason in reasons for code in _CODE.findall(reason)}
+    if any("Too many pods" in reason for reason in reasons):
+        codes.add("Too many pods")
+    return sorted(codes)
 
 
 @dataclass(frozen=True)
 class Seen:
-    """What one replica's pod did: Running on a (node, cards) HAMi recorded, refused (Pending and
-    unbound), or another state (its phase, with `bound` when Pending on a node)."""
+    """What one replica's pod did: Running with the cards HAMi recorded (each with its MiB and
+    cores), refused by the scheduler (Pending and unbound), refused at creation (with the API
+    server's message), or another state (its phase, with `bound` when Pending on a node)."""
 
     replica: Replica
     state: str
     node: str = ""
-    cards: tuple[str, ...] = ()
+    cards: tuple[Allocation, ...] = ()
+    message: str = ""
 
 
 def observed(replica: Replica, phase: str, node_name: str | None, annotations: dict[str, str]) -> Seen:
-    """A pod as read from the API: its state, and where HAMi recorded it."""
+    """A pod as read from the API: its state, and where and how much HAMi recorded for it."""
     if phase == "Pending" and not node_name:
         return Seen(replica, REFUSED)
-    ((node, cards),) = recorded_cards([annotations])
+    containers = parse_allocation(annotations.get(ALLOCATED_ANNOTATION, ""))
     state = phase if phase != "Pending" else "Pending (bound)"
-    return Seen(replica, state, node, cards)
+    return Seen(replica, state, annotations.get(VGPU_NODE_ANNOTATION, ""),
+                tuple(containers[0]) if containers else ())
+
+
+def refused_at_creation(replica: Replica, message: str) -> Seen:
+    return Seen(replica, REFUSED_AT_CREATION, message=message)
 
 
 def running_counts(seen: list[Seen]) -> dict[str, int]:
@@ -148,7 +191,7 @@ def running_counts(seen: list[Seen]) -> dict[str, int]:
 
 
 def span_of(value: int | float | dict[str, Any]) -> Span:
-    """An exported count (`3`, or `{min, max}` where a node tie decides) as a Span."""
+    """An exported count (`3`, or `{min, max}` where the order or a node tie decides) as a Span."""
     if isinstance(value, dict):
         return Span(int(value["min"]), int(value["max"]))
     return Span(int(value), int(value))
@@ -166,39 +209,92 @@ def count_problems(exported: dict[str, Any], seen: list[Seen]) -> list[str]:
     return problems
 
 
-def order_problems(expected: DeclaredPlan, seen: list[Seen]) -> list[str]:
-    """Each pod that did other than its place in the sequence says: placed in every branch but not
-    Running, refused in every branch but Running, or neither Running nor refused."""
+def pod_problems(expected: DeclaredPlan, seen: Seen) -> list[str]:
+    """What one pod did that the plan does not allow for a pod of its workload."""
+    workload, where = seen.replica.workload, seen.replica.pod
+    if seen.state == RUNNING:
+        return _running_problems(expected, seen)
+    if seen.state == REFUSED_AT_CREATION:
+        planned = expected.creation_refusals[workload.name]
+        if not planned:
+            return [f"{where} was refused at creation ({seen.message}); the plan creates every "
+                    f"{workload.name} pod"]
+        return [] if _same_refusal(planned, seen.message) else [
+            f"{where} was refused at creation with {seen.message!r}; the plan says {planned!r}"]
+    if seen.state == REFUSED:
+        if not expected.reasons(workload):
+            return [f"{where} was refused; the plan places every {workload.name} pod it creates"]
+        return []
+    return [f"{where} is {seen.state}, neither Running nor refused"]
+
+
+def _same_refusal(planned: str, message: str) -> bool:
+    """The API server names the pod where the plan says `<pod>`; the rest must match."""
+    head, _, tail = planned.partition('"<pod>"')
+    return message.startswith(head) and tail in message if tail else planned in message
+
+
+def _running_problems(expected: DeclaredPlan, seen: Seen) -> list[str]:
+    workload, where = seen.replica.workload, seen.replica.pod
     problems = []
-    for s in seen:
-        placement = expected.placement(s.replica)
-        where = f"{s.replica.pod} (pod {s.replica.position} of the sequence)"
-        if s.state not in (RUNNING, REFUSED):
-            problems.append(f"{where} is {s.state}, neither Running nor refused")
-        elif placement.ok and s.state == REFUSED:
-            problems.append(f"{where} was refused; the plan places it on {' or '.join(placement.nodes)}")
-        elif not placement.ok and not placement.maybe_refused and s.state == RUNNING:
-            problems.append(f"{where} runs on {s.node}; the plan refuses it: {placement.reason}")
+    if seen.node not in expected.nodes(workload):
+        problems.append(f"{where} runs on {seen.node}; its workload's pods may go only to "
+                        f"{sorted(expected.nodes(workload))}")
+    on_node = {d.id for d in expected.planner.base.get(seen.node, [])}
+    request = workload_request(workload)
+    if len(seen.cards) != request.nums or any(c.card not in on_node for c in seen.cards):
+        problems.append(f"{where} holds cards {[c.card for c in seen.cards]}; it asks {request.nums} of "
+                        f"{seen.node}'s")
+    memory, cores = expected.charge(workload)
+    for card in seen.cards:
+        if (card.memory_mib, card.cores) != (memory, cores):
+            problems.append(f"{where} is charged {card.memory_mib} MiB and {card.cores} % cores on "
+                            f"{card.card}; the plan charges {memory} MiB and {cores} %")
     return problems
 
 
-def recorded_outcome(seen: list[Seen]) -> Outcome:
-    """The (node, cards) of every Running pod, as a sorted multiset (the planner's Outcome)."""
-    return tuple(sorted((s.node, s.cards) for s in seen if s.state == RUNNING))
+def observed_state(expected: DeclaredPlan, seen: list[Seen]) -> State:
+    """The cards' usage the Running pods leave, as the planner writes a state (classes of
+    identical nodes, each a multiset of node states)."""
+    planner = expected.planner
+    usage: dict[str, list[list[int]]] = {name: [[0, 0, 0] for _ in planner.base[name]]
+                                         for name in planner.names}
+    pods = dict.fromkeys(planner.names, 0)
+    for s in seen:
+        if s.state != RUNNING or s.node not in usage:
+            continue
+        pods[s.node] += 1
+        index = {d.id: i for i, d in enumerate(planner.base[s.node])}
+        for card in s.cards:
+            if card.card in index:
+                entry = usage[s.node][index[card.card]]
+                entry[0], entry[1], entry[2] = entry[0] + 1, entry[1] + card.memory_mib, entry[2] + card.cores
+    classes = []
+    for members in planner.members:
+        nodes: dict[NodeState, int] = {}
+        for name in members:
+            node = (pods[name], tuple(tuple(card) for card in usage[name]))
+            nodes[node] = nodes.get(node, 0) + 1
+        classes.append(tuple(sorted(nodes.items())))
+    return tuple(classes)
 
 
-def outcome_problems(expected: DeclaredPlan, seen: list[Seen]) -> list[str]:
-    """Whether the Running pods' (node, cards) are one of the outcomes the plan's ties allow."""
-    recorded = recorded_outcome(seen)
-    if recorded in expected.outcomes:
+def state_problems(expected: DeclaredPlan, seen: list[Seen]) -> list[str]:
+    """Whether the cards are left as one of the walk's ends leaves them, with its counts."""
+    state = observed_state(expected, seen)
+    counts = running_counts(seen)
+    placed = tuple(sum(counts[w.name] for w in {r.workload for r in expected.replicas}
+                       if expected.batch_of[w.name] == batch) for batch in range(len(expected.walk.outcomes)))
+    if any(end[0] == state and end[2] == placed for end in expected.walk.finals):
         return []
-    return [f"HAMi recorded {list(recorded)}; the plan allows only {sorted(map(list, expected.outcomes))}"]
+    return [f"the cards are left as no order HAMi may take leaves them: per batch {placed} Running, "
+            f"{len(expected.walk.finals)} possible ends"]
 
 
 def judge(expected: DeclaredPlan, seen: list[Seen]) -> list[str]:
     """Every way what HAMi did differs from the plan (empty: it did what the plan says)."""
     if [s.replica for s in seen] != expected.replicas:
-        return [f"observed {[s.replica.pod for s in seen]}, the sequence is "
+        return [f"observed {[s.replica.pod for s in seen]}, the replicas are "
                 f"{[r.pod for r in expected.replicas]}"]
-    return [*order_problems(expected, seen), *outcome_problems(expected, seen),
-            *count_problems(expected.exported, seen)]
+    return [*(problem for s in seen for problem in pod_problems(expected, s)),
+            *state_problems(expected, seen), *count_problems(expected.exported, seen)]

@@ -10,9 +10,8 @@ import pytest
 
 from kamaji_hami_platform.config import parse_config
 from kamaji_hami_platform.gpu import Span
-from kamaji_hami_platform.gpu.placement import Placement
 from tests.e2e import workloads
-from tests.e2e.support import ALLOCATED_ANNOTATION, VGPU_NODE_ANNOTATION
+from tests.e2e.support import ALLOCATED_ANNOTATION, VGPU_NODE_ANNOTATION, Allocation
 from tests.e2e.workloads import REFUSED, RUNNING, DeclaredPlan, Seen
 
 pytestmark = pytest.mark.unit
@@ -34,38 +33,53 @@ def declared(dev_config: dict[str, Any], items: list[dict[str, Any]], workers: i
     return workloads.declared_plan(platform, platform.tenants[0])
 
 
-def as_planned(expected: DeclaredPlan, outcome: int = 0) -> list[Seen]:
-    """What HAMi does when it follows the plan (one of its outcomes, in sequence order)."""
-    places = list(sorted(expected.outcomes)[outcome])
-    seen = []
-    for replica in expected.replicas:
-        placement = expected.placement(replica)
+def as_planned(expected: DeclaredPlan, order: list[int] | None = None) -> list[Seen]:
+    """What HAMi does when it takes the created pods in this order (replica indexes; default the
+    declared one), the first tied node each time: the planner's own sequence on the same cards."""
+    from kamaji_hami_platform.gpu.placement import plan_sequence
+    from kamaji_hami_platform.gpu.workloads import workload_request
+
+    order = list(range(len(expected.replicas))) if order is None else order
+    created = [i for i in order
+               if expected.replicas[i].number <= expected.created[expected.replicas[i].workload.name]]
+    nodes = {name: expected.planner.base[name] for name in expected.planner.names}
+    planned = plan_sequence(nodes, [workload_request(expected.replicas[i].workload) for i in created],
+                            policy=expected.planner.policy, node_policy=expected.planner.node_policy)
+    seen: dict[int, Seen] = {}
+    for i, placement in zip(created, planned.placements, strict=True):
+        replica = expected.replicas[i]
         if not placement.ok:
-            seen.append(Seen(replica, REFUSED))
+            seen[i] = Seen(replica, REFUSED)
             continue
-        spot = next(p for p in places if p[0] in placement.nodes)
-        places.remove(spot)
-        seen.append(Seen(replica, RUNNING, *spot))
-    return seen
+        node = placement.node or placement.nodes[0]
+        ids = placement.device_ids or [d.id for d in nodes[node]][:len(placement.device_ids) or 1]
+        seen[i] = Seen(replica, RUNNING, node, tuple(Allocation(card, "NVIDIA", placement.memory_mib,
+                                                                placement.cores) for card in ids))
+    for i, replica in enumerate(expected.replicas):
+        if i not in seen:
+            seen[i] = workloads.refused_at_creation(replica, expected.creation_refusals[replica.workload.name]
+                                                    .replace('"<pod>"', f'"{replica.pod}"'))
+    return [seen[i] for i in range(len(expected.replicas))]
 
 
 @pytest.fixture
 def over(dev_config) -> DeclaredPlan:
-    """train x2 then infer x2 on tenant-a's one card: three placed, the last refused."""
+    """train x2 and infer x2 on tenant-a's one card: either workload first, the other's last pod
+    is refused (train first: infer-2 lacks memory; infer first: train-2 does)."""
     return declared(dev_config, [TRAIN, INFER])
 
 
-class TestSequence:
-    def test_workloads_in_declared_order_each_ones_replicas_in_turn(self, over):
+class TestReplicas:
+    def test_workloads_as_declared_each_ones_replicas_in_turn(self, over):
         assert [(r.pod, r.position, r.namespace) for r in over.replicas] == [
             ("e2e-train-1", 1, "default"), ("e2e-train-2", 2, "default"),
             ("e2e-infer-1", 3, "serving"), ("e2e-infer-2", 4, "serving")]
 
-    def test_the_plan_is_the_planners_for_that_sequence(self, over):
-        assert [(p.ok, p.maybe_refused) for p in over.plan.placements] == [
-            (True, False), (True, False), (True, False), (False, False)]
-        assert over.exported["workloads"]["infer"]["placed"] == 1
-        assert workloads.refusal_codes(over.plan.placements[3]) == ["CardInsufficientMemory"]
+    def test_the_oracle_is_the_walk_over_every_order(self, over):
+        assert over.exported["workloads"]["infer"]["placed"] == {"min": 1, "max": 2}
+        assert over.exported["workloads"]["train"]["placed"] == {"min": 1, "max": 2}
+        assert {placed for _, _, placed, _ in over.walk.finals} == {(2, 1), (1, 2)}
+        assert workloads.refusal_codes(over.reasons(over.replicas[3].workload)) == ["CardInsufficientMemory"]
 
     def test_namespaces_first_use_first_and_the_webhooks_blind_spots(self, dev_config):
         """The config refuses kube-system (config.py); the live case checks again what it deploys."""
@@ -101,57 +115,45 @@ class TestObserved:
     def test_pending_and_unbound_is_refused(self, over):
         assert workloads.observed(over.replicas[3], "Pending", None, {}).state == REFUSED
 
-    def test_running_takes_hamis_node_and_cards(self, over):
+    def test_running_takes_hamis_node_cards_and_charge(self, over):
         annotations = {VGPU_NODE_ANNOTATION: WORKER_0, ALLOCATED_ANNOTATION: "GPU-1,NVIDIA,30000,40:;"}
         seen = workloads.observed(over.replicas[0], "Running", WORKER_0, annotations)
-        assert seen == Seen(over.replicas[0], RUNNING, WORKER_0, ("GPU-1",))
+        assert seen == Seen(over.replicas[0], RUNNING, WORKER_0, (Allocation("GPU-1", "NVIDIA", 30000, 40),))
 
     def test_bound_but_not_running_is_neither(self, over):
         seen = workloads.observed(over.replicas[0], "Pending", WORKER_0, {})
-        assert workloads.order_problems(over, [seen]) == [
-            "e2e-train-1 (pod 1 of the sequence) is Pending (bound), neither Running nor refused"]
+        assert workloads.pod_problems(over, seen) == [
+            "e2e-train-1 is Pending (bound), neither Running nor refused"]
 
 
 class TestJudge:
-    def test_what_the_plan_says_passes(self, over):
+    def test_either_order_hami_may_take_passes(self, over):
         assert workloads.judge(over, as_planned(over)) == []
-        assert workloads.running_counts(as_planned(over)) == {"train": 2, "infer": 1}
+        assert workloads.judge(over, as_planned(over, [2, 3, 0, 1])) == []
+        assert workloads.running_counts(as_planned(over, [2, 3, 0, 1])) == {"train": 1, "infer": 2}
 
-    def test_a_refused_pod_that_runs_fails_its_count_its_place_and_the_outcome(self, over):
+    def test_a_refused_pod_that_runs_fails_its_count_and_the_cards_end(self, over):
         seen = as_planned(over)
-        card = seen[0].cards
-        seen[3] = Seen(over.replicas[3], RUNNING, WORKER_0, card)
+        seen[3] = Seen(over.replicas[3], RUNNING, WORKER_0, seen[2].cards)
         problems = workloads.judge(over, seen)
-        assert any("e2e-infer-2 (pod 4 of the sequence) runs on" in p for p in problems)
-        assert any(p.startswith("HAMi recorded") for p in problems)
-        assert "workload infer: 2 of 2 Running, the plan places 1" in problems
+        assert any(p.startswith("the cards are left as no order HAMi may take leaves them") for p in problems)
+        assert "workload infer: 2 of 2 Running, the plan places 1-2" not in problems, "2 is in the range"
+        assert any("train" in p or "cards are left" in p for p in problems)
 
-    def test_a_placed_pod_refused_fails(self, over):
+    def test_a_pod_charged_other_than_planned_fails_on_its_own(self, over):
+        """An accounting error the old multiset of (node, cards) could not see."""
         seen = as_planned(over)
-        seen[0] = Seen(over.replicas[0], REFUSED)
+        card = seen[0].cards[0]
+        seen[0] = Seen(over.replicas[0], RUNNING, WORKER_0, (Allocation(card.card, "NVIDIA", 20000, 40),))
         problems = workloads.judge(over, seen)
-        assert problems[0] == ("e2e-train-1 (pod 1 of the sequence) was refused; "
-                               f"the plan places it on {WORKER_0}")
-        assert "workload train: 1 of 2 Running, the plan places 2" in problems
+        assert problems[0] == (f"e2e-train-1 is charged 20000 MiB and 40 % cores on {card.card}; the plan "
+                               "charges 30000 MiB and 40 %")
 
-    def test_the_right_counts_in_the_wrong_order_fail(self, over):
-        """infer-1 refused and infer-2 running: one infer pod runs, as planned, but not the one
-        the sequence places (the plan assumed one pod at a time, in order)."""
+    def test_a_pod_on_a_node_its_workload_may_not_take_fails(self, over):
         seen = as_planned(over)
-        seen[2], seen[3] = (Seen(over.replicas[2], REFUSED),
-                            Seen(over.replicas[3], RUNNING, seen[2].node, seen[2].cards))
+        seen[1] = Seen(over.replicas[1], RUNNING, "elsewhere", seen[1].cards)
         problems = workloads.judge(over, seen)
-        assert workloads.count_problems(over.exported, seen) == []
-        assert problems == [
-            f"e2e-infer-1 (pod 3 of the sequence) was refused; the plan places it on {WORKER_0}",
-            f"e2e-infer-2 (pod 4 of the sequence) runs on {WORKER_0}; the plan refuses it: "
-            "1/1 CardInsufficientMemory"]
-
-    def test_a_pod_on_another_card_fails_the_outcome(self, over):
-        seen = as_planned(over)
-        seen[1] = Seen(over.replicas[1], RUNNING, WORKER_0, ("GPU-other",))
-        (problem,) = workloads.judge(over, seen)
-        assert problem.startswith("HAMi recorded")
+        assert problems[0].startswith("e2e-train-2 runs on elsewhere; its workload's pods may go only to")
 
     def test_a_missing_or_reordered_pod_is_reported_as_such(self, over):
         seen = as_planned(over)
@@ -169,18 +171,40 @@ class TestTies:
         return declared(dev_config, [small], workers=2)
 
     def test_either_node_passes(self, tied):
-        assert len(tied.outcomes) == 2
-        for outcome in range(2):
-            assert workloads.judge(tied, as_planned(tied, outcome)) == [], outcome
+        seen = as_planned(tied)
+        assert workloads.judge(tied, seen) == []
+        other = WORKER_1 if seen[0].node == WORKER_0 else WORKER_0
+        card = tied.planner.base[other][0].id
+        moved = [Seen(s.replica, RUNNING, other, (Allocation(card, "NVIDIA", 10000, 10),)) for s in seen]
+        assert workloads.judge(tied, moved) == []
 
     def test_split_across_the_nodes_fails(self, tied):
         seen = as_planned(tied)
-        first = seen[0]
-        other = WORKER_1 if first.node == WORKER_0 else WORKER_0
-        card = next(cards for outcome in tied.outcomes for node, cards in outcome if node == other)
-        seen[2] = Seen(tied.replicas[2], RUNNING, other, card)
+        other = WORKER_1 if seen[0].node == WORKER_0 else WORKER_0
+        card = tied.planner.base[other][0].id
+        seen[2] = Seen(tied.replicas[2], RUNNING, other, (Allocation(card, "NVIDIA", 10000, 10),))
         (problem,) = workloads.judge(tied, seen)
-        assert problem.startswith("HAMi recorded")
+        assert problem.startswith("the cards are left as no order HAMi may take leaves them")
+
+
+class TestQuotas:
+    """Tenants with gpuQuotas are judged too: the API server's refusal at creation, pod by pod."""
+
+    @pytest.fixture
+    def quota(self, dev_config) -> DeclaredPlan:
+        dev_config["tenants"][0]["gpuQuotas"] = {"ml": {"requests.nvidia.com/gpu": 2}}
+        return declared(dev_config, [{**TRAIN, "replicas": 3, "gpucores": 10, "namespace": "ml"}])
+
+    def test_the_refusal_at_creation_passes_with_the_pods_own_name(self, quota):
+        seen = as_planned(quota)
+        assert seen[2].state == workloads.REFUSED_AT_CREATION
+        assert workloads.judge(quota, seen) == []
+
+    def test_another_refusal_or_none_fails(self, quota):
+        seen = as_planned(quota)
+        seen[2] = workloads.refused_at_creation(quota.replicas[2], 'admission webhook "x" denied')
+        (problem,) = workloads.judge(quota, seen)
+        assert problem.startswith("e2e-train-3 was refused at creation with")
 
 
 class TestCounts:
@@ -191,26 +215,26 @@ class TestCounts:
 
     def test_a_count_inside_a_range_passes_and_outside_fails(self, over):
         exported = {"workloads": {"infer": {"placed": {"min": 1, "max": 2}, "replicas": 2}}}
-        seen = [Seen(over.replicas[2], RUNNING, WORKER_0, ("c",)), Seen(over.replicas[3], REFUSED)]
+        seen = [Seen(over.replicas[2], RUNNING, WORKER_0, ()), Seen(over.replicas[3], REFUSED)]
         assert workloads.count_problems(exported, seen) == []
         assert workloads.count_problems(exported, [Seen(r.replica, REFUSED) for r in seen]) == [
             "workload infer: 0 of 2 Running, the plan places 1-2"]
 
 
 def test_refusal_codes_across_nodes_and_branches():
-    placement = Placement(1, False, None, [], "n1: 1/2 CardInsufficientCore, 1/2 CardInsufficientMemory; "
-                          "n2: 1/1 CardTimeSlicingExhausted | 1/1 CardInsufficientCore")
-    assert workloads.refusal_codes(placement) == ["CardInsufficientCore", "CardInsufficientMemory",
-                                                  "CardTimeSlicingExhausted"]
+    reasons = ["n1: 1/2 CardInsufficientCore, 1/2 CardInsufficientMemory; n2: 1/1 CardTimeSlicingExhausted",
+               "1/1 CardInsufficientCore", "Too many pods"]
+    assert workloads.refusal_codes(reasons) == ["CardInsufficientCore", "CardInsufficientMemory",
+                                                "CardTimeSlicingExhausted", "Too many pods"]
 
 
 class FakeHami:
-    """The CoreV1Api calls the live case makes, with a HAMi that places each new pod as the plan's
-    first outcome does (or `misplace` says), refusing the rest with a FilteringFailed event."""
+    """The CoreV1Api calls the live case makes, with a HAMi that does what `seen` says (one order
+    the plan allows, unless a test changes it): Running pods annotated with their cards, refused
+    ones with a FilteringFailed event, pods refused at creation with a 403."""
 
-    def __init__(self, expected: DeclaredPlan, misplace: dict[str, str] | None = None) -> None:
-        self.places = list(sorted(expected.outcomes)[0])
-        self.expected, self.misplace = expected, misplace or {}
+    def __init__(self, expected: DeclaredPlan, seen: list[Seen]) -> None:
+        self.expected, self.seen = expected, {s.replica.pod: s for s in seen}
         self.namespaces = {"default"}
         self.pods: dict[tuple[str, str], Any] = {}
         self.events: list[Any] = []
@@ -232,17 +256,19 @@ class FakeHami:
         self.pods = {key: pod for key, pod in self.pods.items() if key[0] != name}
 
     def create_namespaced_pod(self, namespace: str, body: dict[str, Any], **_: Any) -> None:
+        from kubernetes.client.exceptions import ApiException
+
         name = body["metadata"]["name"]
-        replica = next(r for r in self.expected.replicas if r.pod == name)
-        uid = f"uid-{name}"
+        seen, uid = self.seen[name], f"uid-{name}"
+        if seen.state == workloads.REFUSED_AT_CREATION:
+            raise ApiException(status=403, reason=seen.message)
         annotations, node = {}, None
-        if self.expected.placement(replica).ok:
-            node, cards = self.places.pop(next(i for i, p in enumerate(self.places)
-                                               if p[0] in self.expected.placement(replica).nodes))
-            node = self.misplace.get(name, node)
-            annotations = {VGPU_NODE_ANNOTATION: node, ALLOCATED_ANNOTATION: f"{cards[0]},NVIDIA,1,1:;"}
+        if seen.state == RUNNING:
+            node = seen.node
+            allocated = "".join(f"{c.card},NVIDIA,{c.memory_mib},{c.cores}:" for c in seen.cards)
+            annotations = {VGPU_NODE_ANNOTATION: node, ALLOCATED_ANNOTATION: f"{allocated};"}
         else:
-            reason = self.expected.placement(replica).reason
+            reason = self.expected.reasons(seen.replica.workload)[0]
             self.events.append(SimpleNamespace(reason="FilteringFailed", message=f"1 nodes {reason}",
                                                involved_object=SimpleNamespace(uid=uid)))
         self.pods[(namespace, name)] = SimpleNamespace(
@@ -294,14 +320,16 @@ class TestLiveCaseAgainstAFakeHami:
 
     def test_as_planned_passes_and_removes_only_what_it_created(self, run):
         expected, check = run
-        fake = FakeHami(expected)
+        fake = FakeHami(expected, as_planned(expected, [2, 3, 0, 1]))
         check(fake)
         assert fake.deleted_namespaces == ["serving"], "default existed: only its pods go"
         assert fake.pods == {}
 
     def test_a_pod_on_another_node_fails_and_still_cleans_up(self, run):
         expected, check = run
-        fake = FakeHami(expected, misplace={"e2e-train-2": WORKER_1})
+        seen = as_planned(expected)
+        seen[1] = Seen(seen[1].replica, RUNNING, WORKER_1, seen[1].cards)
+        fake = FakeHami(expected, seen)
         with pytest.raises(AssertionError, match="HAMi did not do what the plan says"):
             check(fake)
         assert fake.pods == {} and fake.deleted_namespaces == ["serving"]
