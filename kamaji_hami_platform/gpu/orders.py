@@ -35,7 +35,7 @@ from kamaji_hami_platform.gpu.card_fit import (
     _card_check,
     _card_usable,
 )
-from kamaji_hami_platform.gpu.devices import GpuDevice
+from kamaji_hami_platform.gpu.devices import DEVICE_TYPE_NVIDIA, GpuDevice
 from kamaji_hami_platform.gpu.placement import (
     DEFAULT_GPU_POLICY,
     DEFAULT_NODE_POLICY,
@@ -175,8 +175,10 @@ def quotas_refuse(nodes: Mapping[str, list[GpuDevice]], batches: list[Batch],
 
 
 def _usable(device: GpuDevice, request: GpuRequest, policy: str) -> bool:
-    """The card takes the pod as it is now (Fit's card checks, quota aside)."""
-    return (_card_usable(device, request, NO_SELECTORS, frozenset()) is None
+    """The card takes the pod as it is now (Fit's card checks, quota aside; Fit looks only at
+    NVIDIA cards)."""
+    return (DEVICE_TYPE_NVIDIA.lower() in device.type.lower() and device.devcore > 0
+            and _card_usable(device, request, NO_SELECTORS, frozenset()) is None
             and _card_check(device, request, NO_SELECTORS, policy) is None)
 
 

@@ -216,10 +216,14 @@ class _Planner:
 
     def starts(self) -> list[State]:
         """Every way the floating pods (the platform's, placed by kube-scheduler before any GPU
-        pod) may sit on the nodes whose pod limit binds, up to swapping identical nodes (any left
-        over sit on the other nodes): the states a plan starts from."""
+        pod) may sit on the nodes whose pod limit binds, up to swapping identical nodes and no
+        node past its limit (any left over sit on the other nodes): the states a plan starts from.
+        Where they cannot all fit, past the limits (the plan then refuses every GPU pod there)."""
         if not self.floating:
             return [self.start]
+        return self._starts(capped=True) or self._starts(capped=False)
+
+    def _starts(self, capped: bool) -> list[State]:
         binding = [index for index, room in enumerate(self.rooms) if room is not None]
         elsewhere = len(binding) < len(self.members)
         found: list[State] = []
@@ -231,8 +235,11 @@ class _Planner:
                 return
             index = binding[position]
             ((pods, usage), members), = self.start[index]
+            room = self.rooms[index]
+            assert room is not None
+            largest = max(room - pods, 0) if capped else None  # a kubelet takes no more
             for here in range(left + 1):
-                for parts in _partitions(here, members):
+                for parts in _partitions(here, members, largest):
                     nodes = Counter((pods + part, usage) for part in parts)
                     if members > len(parts):
                         nodes[(pods, usage)] += members - len(parts)

@@ -38,6 +38,7 @@ from kamaji_hami_platform.gpu.orders import (
     OrderPlan,
     never_refused,
     plan_any_order,
+    quotas_refuse,
 )
 from kamaji_hami_platform.gpu.placement import (
     WEBHOOK_DENIED,
@@ -315,8 +316,10 @@ def _guaranteed_more(tenant: TenantConfig, hardware: Hardware, batches: list[Bat
     """The most extra pods (up to `most`) the bound shows no order can refuse."""
     def proven(extra: int) -> bool:
         more = [*batches, Batch(request, namespace, extra)]
-        return all(never_refused(hardware.nodes, more, i, tenant.hami.gpu_scheduler_policy, hardware.pod_room,
-                                 hardware.floating) for i in range(len(more)))
+        policy = tenant.hami.gpu_scheduler_policy
+        return not quotas_refuse(hardware.nodes, more, _hami_quotas(tenant)) and all(
+            never_refused(hardware.nodes, more, i, policy, hardware.pod_room, hardware.floating)
+            for i in range(len(more)))
     low, high = 0, most
     while low < high:
         middle = (low + high + 1) // 2

@@ -227,3 +227,19 @@ def test_an_unknown_verdict_warns_in_the_preview_and_refuses_nothing(dev_config,
     (warning,) = [w for w in warnings if "could not decide" in w]
     assert warning.startswith(
         "tenants[0].gpuWorkloads (tenant-a): the planner could not decide whether they fit")
+
+
+def test_the_platforms_pods_sit_every_way_a_kubelet_allows():
+    """Four floating pods on two identical workers whose limit binds: 4+0, 3+1 and 2+2, up to which
+    worker is which; with room for only two on each, 2+2 alone."""
+    from kamaji_hami_platform.gpu.placement import _Planner
+
+    request = [GpuRequest(1, 1000, coresreq=0)]
+    nodes = {"a": cards("a", 12), "b": cards("b", 12)}
+    spread = _Planner(nodes, "spread", "binpack", {"a": 110, "b": 110}, floating=4, requests=request)
+    assert sorted(tuple(sorted(pods for (pods, _), count in state[0] for _ in range(count)))
+                  for state in spread.starts()) == [(0, 4), (1, 3), (2, 2)]
+    tight = _Planner(nodes, "spread", "binpack", {"a": 2, "b": 2}, floating=4, requests=request)
+    assert [[(pods, count) for (pods, _), count in state[0]] for state in tight.starts()] == [[(2, 2)]]
+    roomy = _Planner(nodes, "spread", "binpack", {"a": 500, "b": 500}, floating=4, requests=request)
+    assert roomy.starts() == [roomy.start], "a limit no pod can reach leaves one start"
