@@ -7,6 +7,7 @@ component that cannot preview while the cluster does not exist yet
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -101,6 +102,7 @@ def create_objects_with(prefix: str, render: Callable[[str], list[dict[str, Any]
     """
     first, second = render(_PROBES[0]), render(_PROBES[1])
     output = pulumi.Output.from_input(value)
+    render = functools.lru_cache(maxsize=1)(render)  # every late leaf of every object: one render
     fields: list[dict[str, Any]] = []
     for index, obj in enumerate(first):
         if obj["metadata"] != second[index]["metadata"]:

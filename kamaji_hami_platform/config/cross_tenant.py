@@ -47,7 +47,10 @@ def check_address_blocks(tenants: list[TenantConfig], management: ManagementConf
 
 
 def check_overlaps(tenants: list[TenantConfig], management: ManagementConfig,
-                    problems: Problems) -> None:
+                   problems: Problems, first: int = 0) -> None:
+    """Every tenant's pod and service networks against the management cluster's and those of the
+    tenants before it; `first`: only tenants from that index on are checked (those before were,
+    when they were claimed: tenant/addresses.py), so claiming tenant after tenant stays linear."""
     claimed: list[tuple[str, ipaddress.IPv4Network | ipaddress.IPv6Network]] = []
     if management.is_kind:  # an existing cluster's own networks are its admin's to keep apart
         claimed += [
@@ -69,7 +72,7 @@ def check_overlaps(tenants: list[TenantConfig], management: ManagementConfig,
     for index, tenant in enumerate(tenants):
         for key, cidr in (("podCidr", tenant.pod_cidr), ("serviceCidr", tenant.service_cidr)):
             network = ipaddress.ip_network(cidr)
-            for owner, other in claimed:
+            for owner, other in claimed if index >= first else ():
                 if network.overlaps(other):
                     problems.add(f"tenants[{index}].{key}", f"{cidr} overlaps {owner} ({other})", "overlap")
             claimed.append((f"tenants[{index}].{key}", network))

@@ -41,7 +41,7 @@ def claim_worker_addresses(tenant: cfg.TenantConfig, management: cfg.ManagementC
     tenants = [*claimed, tenant]
     if management.is_kind:  # an existing cluster's workers are hosts with their own addresses
         check_address_blocks(tenants, management, problems)
-    check_overlaps(tenants, management, problems)
+    check_overlaps(tenants, management, problems, first=len(claimed))  # the others were checked
     mine = f"tenants[{len(claimed)}]"
     found = [item for item in problems.items if item.startswith(mine)]
     if found:
