@@ -253,7 +253,8 @@ assert QUOTA_LIMITS.keys == QUOTA_KEYS
 QUOTA_NAMESPACE = _dns_check(63)
 
 GPU_WORKLOAD = Section("gpuWorkload", "A GPU workload the tenant declares: every preview plans it on the "
-                       "tenant's cards as HAMi would, in declared order, replicas in turn.", (
+                       "tenant's cards as HAMi would, its replicas created together with every other "
+                       "workload's and placed in every order HAMi may take.", (
     Field("name", "string", "the workload's name (DNS-1035 label), unique in the tenant", required=True,
           checks=(_dns_check(63),)),
     _integer_field("replicas", "pods of this shape", 1, 1, MAX_REPLICAS),
