@@ -216,6 +216,19 @@ def test_the_card_quota_key_the_platform_accepts_is_enforced(api, platform, node
     assert within.returncode == 0, within.stderr
 
 
+def test_a_pending_pod_counts_and_the_next_is_refused_with_the_planners_words(api, platform):
+    """After the test above: `one-card` was created and, with no scheduler here, stays Pending; it
+    still counts toward requests.nvidia.com/gpu (every non-terminal pod), so the next pod is
+    refused at creation, word for word as the planner says it (issue 31: pods created together)."""
+    from kamaji_hami_platform.gpu.card_fit import GpuRequest
+    from kamaji_hami_platform.gpu.placement import CountQuota, count_refusal
+
+    limit = platform.tenants[0].gpu_quotas["ml"]["requests.nvidia.com/gpu"]
+    result = api.kubectl("create", "-f", "-", stdin=json.dumps(gpu_pod("next-card", 1)))
+    planned = count_refusal(CountQuota(hami_render.QUOTA_NAME, limit), GpuRequest(nums=1), used=limit)
+    assert result.returncode != 0 and planned.replace("<pod>", "next-card") in result.stderr, result.stderr
+
+
 def test_the_key_the_platform_refuses_is_enforced_by_nobody(api):
     """`limits.nvidia.com/gpu` is accepted by the API server and enforced by nobody: a pod over
     it is admitted. This is why the config refuses it, naming requests.nvidia.com/gpu."""
