@@ -379,9 +379,10 @@ def _max_workers(tenant: TenantConfig) -> int:
 
 
 def _smallest(low: int, high: int, fits: Any) -> int | None:
-    """The smallest value in [low, high] that fits, by bisection: more workers or more cards never
-    make HAMi refuse what fewer took (checked at `high` first, and the answer is always one that
-    was shown to fit)."""
+    """The smallest value in [low, high] that fits, by bisection, which assumes that more workers
+    or more cards never make HAMi refuse what fewer took (not proven for every order). `high` is
+    checked first and the answer is always one shown to fit; were the assumption wrong somewhere,
+    a smaller value could fit too."""
     if low > high or not fits(high):
         return None
     while low < high:
