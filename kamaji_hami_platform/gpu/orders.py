@@ -46,6 +46,7 @@ from kamaji_hami_platform.gpu.placement import (
     _Outcome,
     _Planner,
     _quota_left,
+    move_memory,
     moves_from,
     note_options,
     note_refusal,
@@ -274,8 +275,7 @@ class _Search:
                 self.moved[index].update((move.group[0], move.positions) for move in moves)
             cores = min(batch.request.coresreq, FULL_CARD_CORES) * batch.request.nums
             for move in moves:
-                base = self.planner.base[self.planner.members[move.group[0]][0]]
-                memory = sum(batch.request.memory_on(base[i]) for i in move.positions)
+                memory = move_memory(self.planner, batch.request, move)
                 charged = _charged(used, batch.namespace, self.quotas, memory, cores)
                 successors.append((move.successor, _set(waiting, index, waiting[index] - 1),
                                    _set(placed, index, placed[index] + 1), charged))

@@ -170,7 +170,6 @@ class _Planner:
             start: NodeState = (0, usage_of(self.base[name]))
             classes.setdefault((shape, room.get(name), start), []).append(name)
         self.members = list(classes.values())
-        self.shapes = [key[0] for key in classes]
         self.rooms: list[int | None] = [key[1] for key in classes]
         self.class_of = {name: index for index, members in enumerate(self.members) for name in members}
         self.start: State = tuple(((key[2], len(members)),) for key, members in classes.items())
@@ -486,8 +485,7 @@ def _step(planner: _Planner, state: State, request: GpuRequest, outcome: _Outcom
         return [(state, 0, 0)]
     outcome.branches_placed += 1
     note_options(outcome, planner, request, moves)
-    return [(successor, 1, move_memory(planner, request, move)) for move in moves
-            for successor in (move.successor,)]
+    return [(move.successor, 1, move_memory(planner, request, move)) for move in moves]
 
 
 def note_options(outcome: _Outcome, planner: _Planner, request: GpuRequest, moves: list[Move]) -> None:

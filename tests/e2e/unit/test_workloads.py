@@ -132,13 +132,12 @@ class TestJudge:
         assert workloads.judge(over, as_planned(over, [2, 3, 0, 1])) == []
         assert workloads.running_counts(as_planned(over, [2, 3, 0, 1])) == {"train": 1, "infer": 2}
 
-    def test_a_refused_pod_that_runs_fails_its_count_and_the_cards_end(self, over):
+    def test_a_refused_pod_that_runs_fails_the_cards_end_though_its_count_is_in_range(self, over):
         seen = as_planned(over)
         seen[3] = Seen(over.replicas[3], RUNNING, WORKER_0, seen[2].cards)
         problems = workloads.judge(over, seen)
         assert any(p.startswith("the cards are left as no order HAMi may take leaves them") for p in problems)
         assert "workload infer: 2 of 2 Running, the plan places 1-2" not in problems, "2 is in the range"
-        assert any("train" in p or "cards are left" in p for p in problems)
 
     def test_a_pod_charged_other_than_planned_fails_on_its_own(self, over):
         """An accounting error the old multiset of (node, cards) could not see."""
