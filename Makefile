@@ -18,7 +18,7 @@ ifeq ($(origin PULUMI_CONFIG_PASSPHRASE)$(origin PULUMI_CONFIG_PASSPHRASE_FILE),
 export PULUMI_CONFIG_PASSPHRASE :=
 endif
 
-.PHONY: help up preview down test sim ssh test-venv e2e e2e-lifecycle lint images check-pulumi check-tools check-kind-version \
+.PHONY: help up preview down test engine sim ssh test-venv e2e e2e-lifecycle lint images check-pulumi check-tools check-kind-version \
 	venv stack unprotect-tenant tenant-argument kamaji-chart
 
 help:
@@ -26,9 +26,10 @@ help:
 	@echo "make preview  show what 'make up' would change"
 	@echo "make down     destroy everything the stack created"
 	@echo "make test     unit suite and shell lint in .venv-test, made afresh when requirements.txt changes"
+	@echo "make engine   the real Pulumi engine, built from source: every stack previewed, upgrades, up (needs Go)"
 	@echo "make sim      tenant objects against a real kube-apiserver built from Go modules (needs Go)"
 	@echo "make ssh      worker hosts joined and reset over real SSH, in a sandbox (needs root)"
-	@echo "              (sim and ssh fail when a test skips; ALLOW_SKIP=1 lets them skip)"
+	@echo "              (engine, sim and ssh fail when a test skips; ALLOW_SKIP=1 lets them skip)"
 	@echo "make images   list every pinned image and chart"
 	@echo "make kamaji-chart  fetch and verify the pinned Kamaji chart (make preview does it)"
 	@echo "make e2e      acceptance cases TC-00..TC-08 and the declared workloads against the deployed stack $(STACK)"
@@ -117,12 +118,22 @@ unprotect-tenant: tenant-argument stack
 
 # The unit suite and the shell lint (shellcheck from requirements.txt, on every rendered script).
 test: test-venv
-	KHP_REQUIRE_TIER= $(TEST_VENV)/bin/python -m pytest -m "not e2e and not sim and not ssh"
+	KHP_REQUIRE_TIER= $(TEST_VENV)/bin/python -m pytest -m "not e2e and not engine and not sim and not ssh"
 
 # A tier that skips proves nothing: `make sim` and `make ssh` fail when a test of theirs skips or
 # none runs, with the reason (KHP_REQUIRE_TIER, tests/tiers.py). ALLOW_SKIP=1 lets them skip, each
 # skip's reason listed (-rs).
 require_tier = KHP_REQUIRE_TIER=$(if $(ALLOW_SKIP),,$(1))
+
+# The engine tier: the real Pulumi CLI, language hosts and providers, built from served Go modules
+# and upstream source archives into the toolchain cache (toolchain/pulumi/build.sh), run against a
+# copy of the project with a home, backend and passphrase of their own; the sim tier's API server
+# stands in for clusters (toolchain/build.sh). The program's and the policy pack's virtualenvs are
+# the ones `make preview` uses.
+engine: test-venv venv policy/venv/.installed
+	bash toolchain/pulumi/build.sh >/dev/null
+	bash toolchain/build.sh >/dev/null
+	$(call require_tier,engine) $(TEST_VENV)/bin/python -m pytest -m engine -rs -v tests/engine
 
 # The partial simulation tier: a real kube-apiserver 1.35 and etcd, built from their Go
 # modules into a cache outside the repository (toolchain/build.sh), fed the platform's objects.

@@ -27,7 +27,7 @@ def _dependency_order(registrations: list[Registration]) -> list[Registration]:
         if reg.urn in placed:
             return
         placed.add(reg.urn)
-        provider = reg.provider.split("::")[0] if reg.provider else ""
+        provider = reg.provider.rsplit("::", 1)[0] if reg.provider else ""  # "<urn>::<id>"
         for urn in [reg.parent, provider, *reg.dependencies]:
             if urn in by_urn:
                 place(by_urn[urn])

@@ -1,4 +1,4 @@
-"""A tier that skips proves nothing: `make sim` and `make ssh` (and so `.ci/run`) set
+"""A tier that skips proves nothing: `make engine`, `make sim` and `make ssh` (and so `.ci/run`) set
 `KHP_REQUIRE_TIER=<tier>`, and then a test of that tier that skips fails, a fixture that cannot set
 the tier up ends the run with its reason, and a run that collects no test of the tier fails.
 Without the variable (`make ssh ALLOW_SKIP=1`, or pytest by hand) the tier skips as before, saying
@@ -15,9 +15,10 @@ from typing import NoReturn
 import pytest
 
 REQUIRE_TIER = "KHP_REQUIRE_TIER"
-TIERS = ("sim", "ssh")
+TIERS = ("engine", "sim", "ssh")
 # How to run each tier where it can, for the message of a run that cannot.
-WHERE = {"sim": "Go >= 1.26 and openssl (docs/development/testing.md)",
+WHERE = {"engine": "Go >= 1.26, Python 3.11 and openssl (docs/development/engine-tier.md)",
+         "sim": "Go >= 1.26 and openssl (docs/development/testing.md)",
          "ssh": "root, unshare and a Debian-based host: sudo make ssh (docs/development/testing.md)"}
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from kamaji_hami_platform import versions
 from kamaji_hami_platform.config import TenantConfig
 from kamaji_hami_platform.tenant.control_plane import ADMISSION_CONTROLLERS
 from tests import tiers
@@ -40,6 +41,9 @@ KAMAJI_APISERVER_DEFAULTS = (
     "--authorization-mode=Node,RBAC",
     "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 )
+METALLB_MODULE = "go.universe.tf/metallb"
+METALLB_CRDS = ("metallb.io_ipaddresspools.yaml", "metallb.io_l2advertisements.yaml")
+DOWNLOAD_TIMEOUT = 600
 START_TIMEOUT = 120
 COMMAND_TIMEOUT = 60
 
@@ -59,6 +63,23 @@ def toolchain_or_skip() -> Path:
         return toolchain()
     except RuntimeError as error:
         tiers.unavailable("sim", f"the sim toolchain is not available here: {str(error).splitlines()[0]}")
+
+
+def metallb_crds(tier: str) -> list[dict[str, Any]]:
+    """MetalLB's IPAddressPool and L2Advertisement CRDs from its Go module at the pinned version."""
+    module = f"{METALLB_MODULE}@v{versions.METALLB_CHART.version}"
+    with tempfile.TemporaryDirectory() as empty:  # no go.mod around: a plain module download
+        try:
+            result = subprocess.run(["go", "mod", "download", "-json", module], cwd=empty,
+                                    capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT, check=False,
+                                    env={**os.environ, "GOFLAGS": "-mod=mod"})
+        except FileNotFoundError:
+            tiers.unavailable(tier, "Go is not installed: MetalLB's CRDs come from its Go module")
+    if result.returncode != 0:
+        why = result.stdout.strip() or result.stderr.strip()
+        tiers.unavailable(tier, f"cannot download {module}: {why}")
+    folder = Path(json.loads(result.stdout)["Dir"]) / "config" / "crd" / "bases"
+    return [yaml.safe_load((folder / name).read_text()) for name in METALLB_CRDS]
 
 
 def free_port() -> int:

@@ -12,47 +12,17 @@ TC-02 sees it.
 from __future__ import annotations
 
 import copy
-import json
-import os
-import subprocess
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-import yaml
 
-from kamaji_hami_platform import versions
 from kamaji_hami_platform.config import parse_config
 from kamaji_hami_platform.management import render as management_render
 from kamaji_hami_platform.tenant import own_network
-from tests import tiers
 from tests.harness import dev_stack_config
-from tests.sim.cluster import TenantApi, tenant_api, toolchain_or_skip
+from tests.sim.cluster import TenantApi, metallb_crds, tenant_api, toolchain_or_skip
 
 pytestmark = pytest.mark.sim
-
-METALLB_MODULE = "go.universe.tf/metallb"
-CRDS = ("metallb.io_ipaddresspools.yaml", "metallb.io_l2advertisements.yaml")
-DOWNLOAD_TIMEOUT = 600
-
-
-def metallb_crds() -> list[dict]:
-    """MetalLB's IPAddressPool and L2Advertisement CRDs from its Go module at the pinned version."""
-    module = f"{METALLB_MODULE}@v{versions.METALLB_CHART.version}"
-    with tempfile.TemporaryDirectory() as empty:  # no go.mod around: a plain module download
-        try:
-            result = subprocess.run(["go", "mod", "download", "-json", module], cwd=empty,
-                                    capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT, check=False,
-                                    env={**os.environ, "GOFLAGS": "-mod=mod"})
-        except FileNotFoundError:
-            tiers.unavailable("sim", "Go is not installed: MetalLB's CRDs come from its Go module")
-    if result.returncode != 0:
-        why = result.stdout.strip() or result.stderr.strip()
-        tiers.unavailable("sim", f"cannot download {module}: {why}")
-    folder = Path(json.loads(result.stdout)["Dir"]) / "config" / "crd" / "bases"
-    return [yaml.safe_load((folder / name).read_text()) for name in CRDS]
-
 
 @pytest.fixture(scope="module")
 def platform():
@@ -62,7 +32,7 @@ def platform():
 @pytest.fixture(scope="module")
 def api(platform) -> Iterator[TenantApi]:
     bin_dir = toolchain_or_skip()
-    crds = metallb_crds()
+    crds = metallb_crds("sim")
     with tenant_api(platform.tenants[0], bin_dir) as running:
         running.apply(crds)
         for crd in crds:
