@@ -101,20 +101,25 @@ class PlatformMocks(pulumi.runtime.Mocks):
     `fresh_preview=True`: what a preview of a fresh stack knows (with `preview=True`): no
     command has printed anything and no Kubernetes object can be read yet, so everything
     computed from them is unknown.
+    `updated_commands`: the commands a preview updates (with `preview=True`), whose outputs it
+    cannot know (tests/plan_model.py `preview_plan`).
     """
 
     def __init__(self, control_plane_uid: bool = True, fresh_preview: bool = False,
-                 previous_outputs: dict | None = None) -> None:
+                 previous_outputs: dict | None = None,
+                 updated_commands: frozenset[str] = frozenset()) -> None:
         super().__init__()
         self.control_plane_uid = control_plane_uid
         self.fresh_preview = fresh_preview
+        self.updated_commands = updated_commands
         # The stack's outputs of its last deployment, as its StackReference to itself reads them
         # (none: a stack never deployed).
         self.previous_outputs = previous_outputs or {}
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
         resource_id, outputs = self._known(args)
-        if self.fresh_preview and args.typ == "command:local:Command":
+        updated = args.typ == "command:local:Command" and args.name in self.updated_commands
+        if (self.fresh_preview and args.typ == "command:local:Command") or updated:
             outputs.update(stdout=pulumi.output.UNKNOWN, stderr=pulumi.output.UNKNOWN)
         elif self.fresh_preview and args.resource_id:  # a read
             outputs = {key: pulumi.output.UNKNOWN for key in ("data", "metadata")}

@@ -29,7 +29,11 @@ after a change, with each provider's replace rules:
     `deleteBeforeReplace`);
   any other changed input is an update;
 - an input that depends (propertyDependencies) on a resource being replaced is unknown
-  until that replacement exists, so it counts as changed;
+  until that replacement exists, so it counts as changed; in a preview (`preview_plan`), so is
+  one computed from the output of a command the preview updates: pulumi-command 1.2.1 makes
+  every output depend on every input (provider/pkg/provider/local/commandController.go, the
+  pulumi-go-provider default), so a preview of an update knows none of them (the real engine
+  showed it: an upgrade whose host-detection script changed previewed every worker replaced);
 - a replacement of a protected resource (protected before and after) is refused
   (`unable to replace resource ... marked for protection`): a preview reports it and goes
   on (`up` stops there, and previews first);
@@ -60,10 +64,11 @@ parallel): tests assert order only along dependencies.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tests.harness import Program, Registration
+from tests.harness import PlatformMocks, Program, Registration
 
 COMMAND = "command:local:Command"
 KUBERNETES_PROVIDER = "pulumi:providers:kubernetes"
@@ -276,21 +281,28 @@ class _Planner:
         self.old_providers = _providers(before)
         self.new_providers = _providers(after)
         self.replaced: set[str] = set()
+        self.read_anew: set[str] = set()  # reads of a replaced resource
         self.deleted_early: set[str] = set()
         self.steps: list[Step] = []
 
-    def why_replaced(self, reg: Registration, previous: Registration) -> tuple[str | None, bool]:
-        """(why it is replaced, whether the provider asks to delete first)."""
+    def replaced_along(self, reg: Registration) -> str | None:
+        """Why a resource is replaced with another: one its replace_with or deleted_with names."""
         for urn in reg.options.get("replaceWith", []):
             if urn in self.replaced:
-                return f"replace_with {self.names[urn]}", False
+                return f"replace_with {self.names[urn]}"
         deleted_with = reg.options.get("deletedWith")
         if deleted_with and deleted_with in self.replaced:
-            return f"deleted_with {self.names[deleted_with]}", False
+            return f"deleted_with {self.names[deleted_with]}"
+        return None
+
+    def why_replaced(self, reg: Registration, previous: Registration) -> tuple[str | None, bool]:
+        """(why it is replaced, whether the provider asks to delete first)."""
+        if along := self.replaced_along(reg):
+            return along, False
         provider = _provider_urn(reg)
         if provider in self.replaced:
             return f"its provider {self.names[provider]} is replaced", False
-        new = _inputs_after(reg, self.replaced, previous.inputs)
+        new = _inputs_after(reg, self.replaced | self.read_anew, previous.inputs)
         keys = _replace_keys(reg, previous.inputs, new, self.new_providers)
         if not keys:
             return None, False
@@ -392,12 +404,27 @@ class _Planner:
         if reg.urn in self.deleted_early:
             self.steps.append(Step("create-replacement", reg.name, reg.type, "deleted before a replacement"))
             return
+        if reg.options.get("read"):
+            # Read again (a step that changes nothing, left out here), through a new provider a
+            # replacement read (step.go ReadStep `replacing`): never a replacement. What it reads
+            # from a replaced resource (its id from a new control plane) is new: what is computed
+            # from it counts as changed.
+            if _provider_urn(reg) in self.replaced:
+                self.steps.append(Step("read-replacement", reg.name, reg.type, "its provider is replaced"))
+            if {_provider_urn(reg), *reg.dependencies} & self.replaced:
+                self.read_anew.add(reg.urn)
+            return
         if not reg.custom:
+            # A component has no provider to diff, but what its replace_with and deleted_with
+            # name replaces it too (step_generator.go `diff`, for every resource with an old state).
+            why = self.replaced_along(reg)
+            if why:
+                self.replace(reg, previous, why, False)
             return
         why, delete_first = self.why_replaced(reg, previous)
         if why:
             self.replace(reg, previous, why, delete_first)
-        elif (new := _inputs_after(reg, self.replaced, previous.inputs)) != previous.inputs:
+        elif (new := _inputs_after(reg, self.replaced | self.read_anew, previous.inputs)) != previous.inputs:
             changed = sorted(k for k in {*new, *previous.inputs} if new.get(k) != previous.inputs.get(k))
             self.steps.append(Step("update", reg.name, reg.type, ", ".join(changed)))
 
@@ -432,6 +459,21 @@ def plan(before: Program, after: Program, ignore_protect: bool = False) -> list[
         return [*planner.steps, Step(STOPPED, "", "", "the engine stops planning here")]
     planner.delete_gone()
     return planner.steps
+
+
+def preview_plan(before: Program, run_after: Callable[[PlatformMocks], Program],
+                 ignore_protect: bool = False) -> list[Step]:
+    """The steps `pulumi preview` shows, where `plan` gives what `up` then does: the program run
+    (`run_after`, under the mocks it is given, in a preview) with the outputs of every command
+    the preview updates unknown, until no more commands are updated (an unknown output can
+    change another command's inputs)."""
+    updated: frozenset[str] = frozenset()
+    while True:
+        steps = plan(before, run_after(PlatformMocks(updated_commands=updated)), ignore_protect)
+        now = frozenset(step.name for step in steps if step.op == "update" and step.type == COMMAND)
+        if now <= updated:
+            return steps
+        updated |= now
 
 
 def ops(steps: list[Step]) -> dict[str, str]:

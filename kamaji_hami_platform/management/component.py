@@ -274,12 +274,16 @@ class ManagementCluster(pulumi.ComponentResource):
                 depends_on=[kubeconfig_cmd])),
         )
         # What kind adds to its nodes on some hosts, read once per kind cluster, as kind reads it
-        # for its own node: the workers start with the same (management/docker_host.py).
+        # for its own node: the workers start with the same (management/docker_host.py). Once: a
+        # release that changes the script does not run it again on a running cluster, since every
+        # worker's replacement trigger holds its output, which a preview cannot know until it runs
+        # (the real engine showed each worker replaced in the upgrade preview from 4dc9ef2).
         host_check = local.Command(
             f"{name}-docker-host",
             create=docker_host.host_flags_script(),
             triggers=[self.cluster.id],
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.cluster])))
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                depends_on=[self.cluster], ignore_changes=["create"])))
         self.host_flags = host_check.stdout
         # The management cluster's kindnetd enforces tenant isolation: without kind v0.31.0's
         # limits, as kind itself has it since (kamaji_hami_platform/management/kindnet.py).
