@@ -43,9 +43,9 @@ def recorded_versions() -> list[str]:
     return sorted(path.name for path in UPGRADE_FROM.iterdir() if path.is_dir())
 
 
-def recorded_state(commit: str, stack: str) -> SimpleNamespace:
+def recorded_state(commit: str, stack: str, folder: Path = UPGRADE_FROM) -> SimpleNamespace:
     """The registrations of `stack` as recorded at `commit`, shaped as a Program for plan_model."""
-    path: Path = UPGRADE_FROM / commit / f"{stack}.json"
+    path: Path = folder / commit / f"{stack}.json"
     records = json.loads(path.read_text().replace("<ROOT>", str(ROOT)))
     registrations = [Registration(type=r["type"], name=r["name"], urn=r["urn"], parent=r["parent"],
                                   provider=r["provider"], dependencies=r["dependencies"], custom=r["custom"],

@@ -1,7 +1,7 @@
 """The engine tier's fixtures: the engine (built once, cached by version outside the repository;
-one home, backend and project copy per run), the Helm repositories it reaches instead of the
-internet, and the sim tier's API servers (tests/engine/engine.py, chart_repository.py,
-recorded_deployment.py)."""
+one home, backend and project copy per run), the proxy that answers what its Kubernetes provider
+reaches (Helm repositories, tenant API addresses) and nothing else, and the sim tier's API servers
+(tests/engine/engine.py, proxy.py, recorded_deployment.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from tests import tiers
-from tests.engine.chart_repository import Chart, ChartRepositories, chart_repositories, pinned_charts
 from tests.engine.engine import ROOT, Engine, engine_for_tier
+from tests.engine.proxy import Chart, TierProxy, pinned_charts, tier_proxy
 from tests.sim.cluster import metallb_crds, toolchain_or_skip
 
 UPSTREAM_DATA = ROOT / "toolchain" / "upstream-data.sh"
@@ -26,17 +26,17 @@ EXAMPLE_MIRROR = Chart("hami", "2.10.0", "https://charts.example.internal/hami")
 
 
 @pytest.fixture(scope="session")
-def charts() -> Iterator[ChartRepositories]:
+def proxy() -> Iterator[TierProxy]:
     with tempfile.TemporaryDirectory(prefix="khp-charts-") as folder, \
-            chart_repositories(Path(folder), [*pinned_charts(), EXAMPLE_MIRROR]) as served:
+            tier_proxy(Path(folder), [*pinned_charts(), EXAMPLE_MIRROR]) as served:
         yield served
 
 
 @pytest.fixture(scope="session")
-def engine(charts: ChartRepositories) -> Iterator[Engine]:
-    with engine_for_tier(charts.env()) as built:
+def engine(proxy: TierProxy) -> Iterator[Engine]:
+    with engine_for_tier(provider_env=proxy.env()) as built:
         yield built
-    assert charts.refused == [], f"the tier tried to reach what it does not serve: {charts.refused}"
+    assert proxy.refused == [], f"the tier tried to reach what it does not serve: {proxy.refused}"
 
 
 @pytest.fixture(scope="session")

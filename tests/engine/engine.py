@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -48,8 +49,8 @@ BUILD_TIMEOUT = 3600
 DEFAULT_TIMEOUT = 600
 # `--json` streams the engine's events, policy findings included (pulumi preview --help).
 STREAMING_JSON = "PULUMI_ENABLE_STREAMING_JSON_PREVIEW"
-# What the Python language host prints on stderr when the engine stops a failed program's threads.
-PROGRAM_SHUTDOWN_NOISE = ("Traceback", "File ", "KeyboardInterrupt", "Exception ignored")
+# The severity of what a program prints on stderr.
+PROGRAM_STDERR = "info#err"
 INSTALL_TIMEOUT = 900
 
 
@@ -138,7 +139,11 @@ class Preview:
     def text(self) -> str:
         """Everything the run said (errors, warnings, violations), for an assertion's message."""
         found = [f"[{v['enforcementLevel']}] {v['policyName']}: {v['message']}" for v in self.violations()]
-        said = [message for message in self.diagnostics() if not message.startswith(PROGRAM_SHUTDOWN_NOISE)]
+        # The Python host's stderr as the engine stops a failed program: its threads' tracebacks,
+        # noise once an error says why.
+        noise = {PROGRAM_STDERR} if self.diagnostics("error") else set()
+        said = [entry["message"].strip() for entry in self._of("diagnosticEvent")
+                if entry.get("severity") not in {"debug", *noise}]
         return "\n".join([*said, *found, self.stderr[-4000:]])
 
 
@@ -149,7 +154,10 @@ class Engine:
 
     bin_dir: Path
     work: Path
-    extra_env: dict[str, str] = field(default_factory=dict)
+    # What only the Kubernetes provider gets (the Helm repositories' proxy): the program must not see
+    # it, since a proxy in up's environment is something the program acts on (management/
+    # docker_host.py: workers get it, and are replaced when it changes).
+    provider_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def home(self) -> Path:
@@ -166,7 +174,8 @@ class Engine:
 
     def project_copy(self, name: str) -> Path:
         """A project copy of its own (a test that writes stack files or charts into it)."""
-        return copy_project(self.work / f"project-{name}")
+        copies = len(list(self.work.glob("project-*")))
+        return copy_project(self.work / f"project-{copies}-{name}")
 
     def path_dir(self) -> Path:
         """Only the CLI and the language hosts go on PATH: providers come from PULUMI_HOME."""
@@ -177,9 +186,8 @@ class Engine:
                 (folder / name).symlink_to(self.bin_dir / name)
         return folder
 
-    def env(self, isolated: bool = True) -> dict[str, str]:
-        """The engine's environment; `isolated` adds the tier's own (the Helm repositories' proxy,
-        which refuses every other host): off only for `install`, which needs PyPI."""
+    def env(self) -> dict[str, str]:
+        """The engine's environment: the caller's, without its Pulumi settings, with the tier's."""
         environment = {key: value for key, value in os.environ.items()
                        if not key.startswith("PULUMI_") and key not in ("KUBECONFIG",)}
         environment.update({
@@ -195,14 +203,12 @@ class Engine:
             "PULUMI_K8S_CLIENT_TIMEOUT": "10",
             "NO_COLOR": "1",
         })
-        if isolated:
-            environment.update(self.extra_env)
         return environment
 
     def pulumi(self, *args: str, cwd: Path | None = None, input: str | None = None,
                timeout: int = DEFAULT_TIMEOUT, check: bool = True,
-               isolated: bool = True, streaming: bool = False) -> subprocess.CompletedProcess[str]:
-        environment = self.env(isolated)
+               streaming: bool = False) -> subprocess.CompletedProcess[str]:
+        environment = self.env()
         if streaming:
             environment[STREAMING_JSON] = "true"
         result = subprocess.run(["pulumi", *args, "--non-interactive"], cwd=cwd or self.project, input=input,
@@ -214,8 +220,18 @@ class Engine:
         return result
 
     def install_plugins(self) -> None:
+        """The providers as plugins of the tier's home, the Kubernetes provider behind a wrapper
+        that gives it `provider_env` (and nothing else sees)."""
         for name, version, binary in (COMMAND_PLUGIN, KUBERNETES_PLUGIN):
-            self.pulumi("plugin", "install", "resource", name, version, "--file", str(self.bin_dir / binary))
+            path = self.bin_dir / binary
+            if binary == KUBERNETES_PLUGIN[2] and self.provider_env:
+                path = self.work / binary
+                exports = "".join(f"export {key}={shlex.quote(value)}\n"
+                                  for key, value in self.provider_env.items())
+                real = shlex.quote(str(self.bin_dir / binary))
+                path.write_text(f'#!/bin/sh\n{exports}exec {real} "$@"\n')
+                path.chmod(0o755)
+            self.pulumi("plugin", "install", "resource", name, version, "--file", str(path))
 
     def new_stack(self, name: str, config: dict[str, Any] | None = None, cwd: Path | None = None,
                   secrets: dict[str, str] | None = None) -> str:
@@ -236,7 +252,7 @@ class Engine:
     def install(self, folder: Path) -> None:
         """`pulumi install` in a program's folder: its virtualenv from its requirements.txt, as a
         user makes it before a first preview (PyPI, the one registry it needs)."""
-        self.pulumi("install", cwd=folder, timeout=INSTALL_TIMEOUT, isolated=False)
+        self.pulumi("install", cwd=folder, timeout=INSTALL_TIMEOUT)
 
     def export(self, stack: str, cwd: Path | None = None) -> dict[str, Any]:
         return json.loads(self.pulumi("stack", "export", "--stack", stack, cwd=cwd).stdout)
@@ -254,19 +270,28 @@ class Engine:
         """The stack and its state gone from the tier's backend (`--force`: resources and all)."""
         self.pulumi("stack", "rm", "--yes", "--force", "--stack", stack, cwd=cwd, check=False)
 
+    def up(self, stack: str, *args: str, cwd: Path | None = None,
+           timeout: int = DEFAULT_TIMEOUT) -> subprocess.CompletedProcess[str]:
+        """`pulumi up --yes` with the project's policy pack, as `make up` runs it."""
+        return self.pulumi("up", "--yes", "--stack", stack, *self.policy_args(stack, cwd), *args, cwd=cwd,
+                           timeout=timeout, check=False)
+
+    def policy_args(self, stack: str, cwd: Path | None) -> list[str]:
+        """`--policy-pack` and the stack's policy config, as `make preview` and `make up` pass them."""
+        folder = cwd or self.project
+        root = next(parent for parent in (folder, *folder.parents)
+                    if (parent / "policy" / "PulumiPolicy.yaml").exists())
+        arguments = ["--policy-pack", str(root / "policy")]
+        config = root / "policy" / "config" / f"{stack}.json"
+        if config.exists():
+            arguments += ["--policy-pack-config", str(config)]
+        return arguments
+
     def preview(self, stack: str, *args: str, cwd: Path | None = None, policy: bool = True,
                 timeout: int = DEFAULT_TIMEOUT) -> Preview:
         """`pulumi preview --json`, with the project's policy pack (and the stack's policy config,
         as `make preview` passes it) unless `policy` is false."""
-        policy_args: list[str] = []
-        if policy:
-            folder = cwd or self.project
-            root = next(parent for parent in (folder, *folder.parents)
-                        if (parent / "policy" / "PulumiPolicy.yaml").exists())
-            policy_args = ["--policy-pack", str(root / "policy")]
-            config = root / "policy" / "config" / f"{stack}.json"
-            if config.exists():
-                policy_args += ["--policy-pack-config", str(config)]
+        policy_args = self.policy_args(stack, cwd) if policy else []
         result = self.pulumi("preview", "--json", "--stack", stack, *policy_args, *args, cwd=cwd,
                              timeout=timeout, check=False, streaming=True)
         events = []
@@ -279,12 +304,12 @@ class Engine:
 
 
 @contextmanager
-def engine_for_tier(extra_env: dict[str, str] | None = None) -> Iterator[Engine]:
+def engine_for_tier(provider_env: dict[str, str] | None = None) -> Iterator[Engine]:
     """An engine with its own home, backend and project copy, removed on exit."""
     bin_dir = toolchain_or_skip()
     work = Path(tempfile.mkdtemp(prefix="khp-engine-"))
     try:
-        engine = Engine(bin_dir, work, dict(extra_env or {}))
+        engine = Engine(bin_dir, work, dict(provider_env or {}))
         engine.backend.mkdir()
         copy_project(engine.project)
         engine.install_plugins()

@@ -19,8 +19,10 @@ Each resource's state is what its provider writes, at the versions the tier runs
   plugin version among their inputs.
 
 What the recording's mocks made up is replaced everywhere by what the tier really has: the
-kubeconfigs (by the mock's sentinel: the management cluster's, or a tenant's), each tenant's API
-address, and each control plane's UID (the admin Secret's controller, as Kamaji sets it).
+kubeconfigs (by the mock's sentinel: the management cluster's, or a tenant's) and each control
+plane's UID (the admin Secret's controller, as Kamaji sets it). A tenant's API keeps the address
+the recording gave it, which the tier's proxy joins to its API server: what is rendered from it
+(kube-proxy's config, and the hash its DaemonSet carries) stays as that version's `up` left it.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +42,7 @@ from typing import Any
 
 import yaml
 
+from tests.engine.proxy import TierProxy
 from tests.harness import (
     MGMT_KUBECONFIG_SENTINEL,
     SECRET_SIG,
@@ -54,14 +59,20 @@ PLUGIN_VERSIONS = {"kubernetes": "4.34.2", "command": "1.2.1"}
 ENGINE_VERSION = "v3.276.0"
 # The manifest's integrity check (pkg/resource/deploy/manifest.go `NewMagic`): sha256 of the version.
 MAGIC = hashlib.sha256(ENGINE_VERSION.encode()).hexdigest()
-COMMAND = "command:local:Command"
+COMMAND_PACKAGE = "command:"
 RELEASE = "kubernetes:helm.sh/v3:Release"
+KUBERNETES_PROVIDER = "pulumi:providers:kubernetes"
+STACK_TYPE = "pulumi:pulumi:Stack"
+NAMESPACE = "kubernetes:core/v1:Namespace"
 TCP_KIND = "TenantControlPlane"
 ADMIN_KUBECONFIG_KEY = "admin.conf"
 MANAGEMENT = "management"
 # The recording mocks' tenant API port (tests/harness.py PlatformMocks: `https://<address>:6443`).
 MOCK_API_PORT = 6443
 SERVICE_CIDR = "10.96.0.0/12"
+CRD_TIMEOUT = 60
+# Kamaji publishes its chart only as this version (clastix/kamaji charts/kamaji/Chart.yaml).
+KAMAJI_CHART_VERSION = "0.0.0+latest"
 
 
 def _secret(value: Any) -> dict[str, str]:
@@ -81,8 +92,18 @@ def _state_value(value: Any) -> Any:
     return value
 
 
-def _is_kubeconfig(value: str) -> bool:
-    return "clusters:" in value and "kind: Config" in value
+def real_urns(text: str) -> str:
+    """The recording's URNs as the engine makes them: the mocks put the root stack's type in a
+    top-level component's type chain (`pulumi:pulumi:Stack$...`), the engine leaves it out
+    (pulumi pkg/v3 v3.276.0 resource/deploy/source_eval.go: the parent's type unless it is the
+    root stack's, `resource.RootStackType`)."""
+    return text.replace(f"::{STACK_TYPE}$", "::")
+
+
+def _is_mock_kubeconfig(value: str) -> bool:
+    """A kubeconfig the recording's mocks made (tests/harness.py fake_kubeconfig, with a sentinel
+    token); other kubeconfigs in inputs (kube-proxy's, in its ConfigMap) are the program's own."""
+    return "clusters:" in value and (MGMT_KUBECONFIG_SENTINEL in value or TENANT_KUBECONFIG_SENTINEL in value)
 
 
 def cluster_of_kubeconfig(kubeconfig: str) -> str:
@@ -94,6 +115,13 @@ def cluster_of_kubeconfig(kubeconfig: str) -> str:
     return secret_name.removesuffix("-admin-kubeconfig")
 
 
+def tenant_address(tenant: str) -> str:
+    """The address the recording's mocks gave the tenant's API (tests/harness.py PlatformMocks,
+    from its admin Secret's name): what its kubeconfig, its endpoint and everything rendered
+    from them (kube-proxy's config and its hash, kindnet's) say."""
+    return f"{tenant_lb_address(f'{tenant}-admin-kubeconfig')}:{MOCK_API_PORT}"
+
+
 @dataclass
 class Clusters:
     """The tier's API servers standing in for the recorded stack's clusters."""
@@ -101,26 +129,54 @@ class Clusters:
     apis: dict[str, TenantApi]
 
     def kubeconfig(self, cluster: str) -> str:
-        return self.apis[cluster].kubeconfig.read_text()
+        """The admin kubeconfig of a cluster: a tenant's names the recorded address, which the
+        tier's proxy joins to its API server (tests/engine/proxy.py `tunnel`). Without a last
+        newline, as `pulumi config set --secret managementKubeconfig < file` stores it."""
+        document = yaml.safe_load(self.apis[cluster].kubeconfig.read_text())
+        if cluster != MANAGEMENT:
+            document["clusters"][0]["cluster"]["server"] = f"https://{tenant_address(cluster)}"
+        return yaml.safe_dump(document).removesuffix("\n")
 
-    def host_port(self, cluster: str) -> str:
-        return self.apis[cluster].url.removeprefix("https://")
+    def loopback_port(self, cluster: str) -> int:
+        return int(self.apis[cluster].url.rsplit(":", 1)[1])
 
 
 @contextmanager
-def clusters(names: list[str], bin_dir: Path, crds: list[dict[str, Any]]) -> Iterator[Clusters]:
-    """An API server for the management cluster (with `crds`) and one for each tenant."""
+def clusters(names: list[str], bin_dir: Path, crds: list[dict[str, Any]],
+             proxy: TierProxy) -> Iterator[Clusters]:
+    """An API server for the management cluster (with `crds`) and one for each tenant, reached
+    through the proxy at the tenant's recorded address."""
     with ExitStack() as stack:
-        apis = {name: stack.enter_context(tenant_api(SimpleNamespace(name=name, service_cidr=SERVICE_CIDR),
-                                                     bin_dir))
-                for name in [MANAGEMENT, *names]}
+        managers = {name: tenant_api(SimpleNamespace(name=name, service_cidr=SERVICE_CIDR), bin_dir)
+                    for name in [MANAGEMENT, *names]}
+        # Started together: each waits seconds for its post-start hooks.
+        with ThreadPoolExecutor(max_workers=len(managers)) as pool:
+            started = {name: pool.submit(manager.__enter__) for name, manager in managers.items()}
+        for name, manager in managers.items():
+            if started[name].exception() is None:
+                stack.push(manager.__exit__)
+        apis = {name: future.result() for name, future in started.items()}
         if crds:
             apis[MANAGEMENT].apply(crds)
             for crd in crds:
-                result = apis[MANAGEMENT].kubectl("wait", "--for=condition=established", "--timeout=60s",
-                                                  f"crd/{crd['metadata']['name']}")
-                assert result.returncode == 0, result.stderr
-        yield Clusters(apis)
+                _wait_established(apis[MANAGEMENT], crd["metadata"]["name"])
+        running = Clusters(apis)
+        for name in names:
+            proxy.tunnel(tenant_address(name), running.loopback_port(name))
+            stack.callback(proxy.close_tunnel, tenant_address(name))
+        yield running
+
+
+def _wait_established(api: TenantApi, crd: str) -> None:
+    """Until the CRD serves (`kubectl wait` fails at once while its status has no conditions)."""
+    deadline = time.monotonic() + CRD_TIMEOUT
+    while time.monotonic() < deadline:
+        status = api.kubectl("get", f"crd/{crd}", "-o",
+                             "jsonpath={.status.conditions[?(@.type=='Established')].status}")
+        if status.stdout.strip() == "True":
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"CRD {crd} not established within {CRD_TIMEOUT}s")
 
 
 @dataclass
@@ -148,14 +204,17 @@ class RecordedStack:
     """One recorded stack: its records, the cluster each of its Kubernetes resources lives on,
     and the mock values to replace."""
 
-    def __init__(self, version: str, stack: str, project: str) -> None:
+    def __init__(self, version: str, record: str, stack: str, project: str,
+                 folder: Path = UPGRADE_FROM, exports: dict[str, Any] | None = None) -> None:
         self.version = version
         self.stack = stack
         self.project = project
-        by_urn = {record["urn"]: record
-                  for record in json.loads((UPGRADE_FROM / version / f"{stack}.json").read_text())}
-        ordered = recorded_state(version, stack).registrations
-        self.records = [by_urn[registration.urn] for registration in ordered]
+        # The stack's outputs, where the recording kept them (a recording of today's program).
+        self.exports = exports or {}
+        text = (folder / version / f"{record}.json").read_text()
+        by_urn = {item["urn"]: item for item in json.loads(real_urns(text))}
+        ordered = recorded_state(version, record, folder).registrations
+        self.records = [by_urn[real_urns(registration.urn)] for registration in ordered]
         self.by_urn = by_urn
 
     def provider_record(self, record: dict[str, Any]) -> dict[str, Any] | None:
@@ -163,18 +222,26 @@ class RecordedStack:
         return self.by_urn.get(urn)
 
     def cluster(self, record: dict[str, Any]) -> str:
-        provider = self.provider_record(record)
+        """The cluster a Kubernetes resource is on: its provider's kubeconfig's."""
+        provider = record if record["type"] == KUBERNETES_PROVIDER else self.provider_record(record)
         assert provider is not None, f"{record['urn']} has no explicit provider"
         return cluster_of_kubeconfig(_plain(provider["wire"])["kubeconfig"])
 
     def tenants(self) -> list[str]:
         return sorted({self.cluster(record) for record in self.records
-                       if record["type"] == "pulumi:providers:kubernetes"} - {MANAGEMENT})
+                       if record["type"] == KUBERNETES_PROVIDER} - {MANAGEMENT})
 
     def kubernetes_objects(self) -> list[dict[str, Any]]:
         return [record for record in self.records
                 if record["custom"] and record["type"].startswith("kubernetes:") and record["type"] != RELEASE
                 and not record["options"].get("read")]
+
+    def local_charts(self) -> list[tuple[str, str, str]]:
+        """(folder, chart name, version) of every release whose chart is a folder of the project
+        (Kamaji's, fetched by `make kamaji-chart` into `.charts/`), for stand-ins of them."""
+        return [(chart, _plain(record["wire"]).get("name", record["name"]), KAMAJI_CHART_VERSION)
+                for record in self.records if record["type"] == RELEASE
+                for chart in [_plain(record["wire"])["chart"]] if chart.startswith((".", "/"))]
 
     def reads(self) -> list[dict[str, Any]]:
         return [record for record in self.records if record["options"].get("read")]
@@ -207,12 +274,15 @@ def deploy(recorded: RecordedStack, running: Clusters) -> Live:
     """Create the recorded stack's objects on the API servers, in the order `up` created them, and
     note what replaces each mock value."""
     live = Live()
-    for tenant in recorded.tenants():
-        mock_host = f"{tenant_lb_address(f'{tenant}-admin-kubeconfig')}:{MOCK_API_PORT}"
-        live.replacements[mock_host] = running.host_port(tenant)
+    declared = {(recorded.cluster(record), _plain(record["wire"])["metadata"]["name"])
+                for record in recorded.kubernetes_objects() if record["type"] == NAMESPACE}
     for record in recorded.kubernetes_objects():
         cluster = recorded.cluster(record)
         manifest = _replace(_plain(record["wire"]), live.replacements)
+        namespace = manifest.get("metadata", {}).get("namespace")
+        if namespace and (cluster, namespace) not in declared:  # a chart's (created_namespace)
+            running.apis[cluster].apply([{"apiVersion": "v1", "kind": "Namespace",
+                                          "metadata": {"name": namespace}}], manager="helm")
         if record["type"] == "kubernetes:core/v1:NodePatch":  # a patch of the node its worker registered
             running.apis[cluster].apply([{"apiVersion": "v1", "kind": "Node",
                                           "metadata": {"name": manifest["metadata"]["name"]}}],
@@ -240,7 +310,7 @@ def _replace(value: Any, replacements: dict[str, str], kubeconfigs: Clusters | N
     if isinstance(value, list):
         return [_replace(item, replacements, kubeconfigs) for item in value]
     if isinstance(value, str):
-        if kubeconfigs is not None and _is_kubeconfig(value):
+        if kubeconfigs is not None and _is_mock_kubeconfig(value):
             return kubeconfigs.kubeconfig(cluster_of_kubeconfig(value))
         for mock, real in replacements.items():
             value = value.replace(mock, real)
@@ -260,9 +330,23 @@ class Deployment:
         self.live = live
         self.resources: list[dict[str, Any]] = []
         self.default_providers: dict[str, str] = {}
+        # (type, name) -> the inputs the provider checked (tests/engine/checked_inputs.py).
+        self.checked: dict[tuple[str, str], dict[str, Any]] = {}
 
     def _real(self, value: Any) -> Any:
         return _replace(value, self.live.replacements, self.running)
+
+    def to_check(self) -> list[dict[str, Any]]:
+        """The custom resources as tests/engine/check_replay.py registers them, providers first."""
+        resources = []
+        for record in self.recorded.records:
+            if not record["custom"] or record["options"].get("read"):
+                continue
+            provider = self.recorded.provider_record(record)
+            resources.append({"type": record["type"], "name": record["name"],
+                              "inputs": self._real(record["wire"]),
+                              "provider": provider["name"] if provider else ""})
+        return sorted(resources, key=lambda resource: not resource["type"].startswith("pulumi:providers:"))
 
     def _provider_reference(self, record: dict[str, Any]) -> str:
         if record["provider"]:
@@ -294,14 +378,15 @@ class Deployment:
 
     def _custom(self, record: dict[str, Any], resource: dict[str, Any]) -> None:
         type_ = record["type"]
-        inputs = _state_value(self._real(record["wire"]))
-        plain = _plain(self._real(record["wire"]))
+        wire = self.checked.get((type_, record["name"])) or self._real(record["wire"])
+        inputs = _state_value(wire)
+        plain = _plain(wire)
         if type_.startswith("pulumi:providers:"):
             inputs = {**inputs, "version": PLUGIN_VERSIONS[type_.rsplit(":", 1)[-1]]}
             resource.update(id=f"{record['name']}_id", inputs=inputs, outputs=inputs)
             return
         resource["provider"] = self._provider_reference(record)
-        if type_ == COMMAND:
+        if type_.startswith(COMMAND_PACKAGE):  # local and remote commands write the same state
             resource.update(id=f"{record['name']}_id", inputs=inputs,
                             outputs=self._command_outputs(record, inputs))
         elif type_ == RELEASE:
@@ -335,12 +420,11 @@ class Deployment:
                 resource[key] = options[key]
         return resource
 
-    def document(self, secrets_providers: dict[str, Any],
-                 stack_outputs: dict[str, Any] | None = None) -> dict[str, Any]:
+    def document(self, secrets_providers: dict[str, Any]) -> dict[str, Any]:
         """The deployment, its secrets to be encrypted by `secrets_providers` (the target stack's
         own, from its export: an import keeps the document's, and has no other key to use)."""
-        self.resources = [{"urn": self.recorded.stack_urn, "custom": False, "type": "pulumi:pulumi:Stack",
-                           "outputs": _state_value(self._real(stack_outputs or {}))}]
+        self.resources = [{"urn": self.recorded.stack_urn, "custom": False, "type": STACK_TYPE,
+                           "outputs": _state_value(self._real(self.recorded.exports))}]
         self.default_providers = {}
         for record in self.recorded.records:
             self.resources.append(self._resource(record))

@@ -25,8 +25,8 @@ import yaml
 from benchmarks.scale import tenant_config
 from kamaji_hami_platform.config import PROJECT
 from policy import rules
-from tests.engine.chart_repository import loopback_port_closed
 from tests.engine.engine import Engine, Preview
+from tests.engine.proxy import loopback_port_closed
 from tests.harness import dev_stack_config, stack_config
 
 pytestmark = pytest.mark.engine

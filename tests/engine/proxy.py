@@ -1,9 +1,13 @@
-"""The Helm repositories the program names, answered on this machine: an HTTPS proxy that the
-engine's Kubernetes provider reaches through `HTTPS_PROXY`, which answers `CONNECT` only for the
-repository hosts it serves (with a certificate of a CA made for the run, trusted through
-`SSL_CERT_FILE`), serves their `index.yaml` and chart archives, and refuses everything else:
-nothing is forwarded, so no request of the tier leaves the machine, and one that tries is listed
-(`refused`) for the test to fail on.
+"""What the engine's Kubernetes provider reaches over the network, answered on this machine: an
+HTTPS proxy it is given through `HTTPS_PROXY` (tests/engine/engine.py: the provider alone), which
+answers `CONNECT` for two kinds of address and refuses every other one: nothing is forwarded off
+the machine, and what tried is listed (`refused`) for the session to fail on.
+
+- The Helm repositories the program names: with a certificate of a CA made for the run (trusted
+  through `SSL_CERT_FILE`), it serves their `index.yaml` and chart archives.
+- Tenant API addresses (`tunnel`): the address a tenant's kubeconfig names (in the live platform
+  a MetalLB address on the tenant's Docker network) joined to a sim tier API server on loopback,
+  byte for byte (the kubeconfig skips TLS verification, as the sim's do).
 
 Why the engine needs them: pulumi-kubernetes loads a Helm release's chart in `Check` whenever the
 release's inputs are all known (v4.25.0 `pkg/provider/helm_release.go` `Check`, `helmLoad`), in a
@@ -17,6 +21,7 @@ metadata only (`Check` takes the chart's `version`); what a chart installs is th
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import socket
@@ -122,6 +127,17 @@ class _ChartHandler(BaseHTTPRequestHandler):
         self.server.log.append(format % args)
 
 
+def _pipe(source: socket.socket, sink: socket.socket) -> None:
+    try:
+        while data := source.recv(65536):
+            sink.sendall(data)
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+
 class _ProxyHandler(socketserver.StreamRequestHandler):
     server: _Proxy
 
@@ -131,6 +147,9 @@ class _ProxyHandler(socketserver.StreamRequestHandler):
             pass
         method, target = [*request, "", ""][:2]
         host, _, port = target.rpartition(":")
+        if method == "CONNECT" and target in self.server.tunnels:
+            self._tunnel(self.server.tunnels[target])
+            return
         if method != "CONNECT" or port != HTTPS_PORT or host not in self.server.hosts:
             self.server.refused.append(f"{method} {target}")
             self.wfile.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
@@ -142,6 +161,16 @@ class _ProxyHandler(socketserver.StreamRequestHandler):
             handler.server_host = host  # type: ignore[attr-defined]
             _ChartHandler.__init__(handler, tls, self.client_address, self.server)
 
+    def _tunnel(self, loopback_port: int) -> None:
+        with socket.create_connection(("127.0.0.1", loopback_port), timeout=30) as upstream:
+            upstream.settimeout(None)
+            self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            self.wfile.flush()
+            back = threading.Thread(target=_pipe, args=(upstream, self.connection), daemon=True)
+            back.start()
+            _pipe(self.connection, upstream)
+            back.join()
+
 
 class _Proxy(socketserver.ThreadingMixIn, socketserver.TCPServer):
     daemon_threads = True
@@ -152,6 +181,7 @@ class _Proxy(socketserver.ThreadingMixIn, socketserver.TCPServer):
         self.files = files
         self.hosts = {host for host, _ in files}
         self.tls = tls
+        self.tunnels: dict[str, int] = {}  # "address:port" -> a loopback port
         self.refused: list[str] = []
         self.log: list[str] = []
 
@@ -172,15 +202,22 @@ def _certificates(folder: Path, hosts: set[str]) -> tuple[Path, Path, Path]:
 
 
 @dataclass
-class ChartRepositories:
+class TierProxy:
     proxy: _Proxy
     ca_cert: Path
+
+    def tunnel(self, address: str, loopback_port: int) -> None:
+        """`CONNECT address` (host:port) reaches this loopback port from now on."""
+        self.proxy.tunnels[address] = loopback_port
+
+    def close_tunnel(self, address: str) -> None:
+        self.proxy.tunnels.pop(address, None)
 
     def env(self) -> dict[str, str]:
         """What the engine's processes need to reach the repositories (and only them)."""
         address = f"http://127.0.0.1:{self.proxy.server_address[1]}"
-        # Loopback stays direct: the engine's own gRPC (which reads these variables too) and the
-        # sim tier's API servers.
+        # Loopback stays direct: the provider's gRPC with the engine, and the management cluster's
+        # sim API server.
         loopback = "127.0.0.1,localhost,::1"
         return {"HTTPS_PROXY": address, "HTTP_PROXY": address, "https_proxy": address,
                 "http_proxy": address, "SSL_CERT_FILE": str(self.ca_cert), "NO_PROXY": loopback,
@@ -192,7 +229,7 @@ class ChartRepositories:
 
 
 @contextmanager
-def chart_repositories(folder: Path, charts: list[Chart]) -> Iterator[ChartRepositories]:
+def tier_proxy(folder: Path, charts: list[Chart]) -> Iterator[TierProxy]:
     files = _files(charts)
     ca_cert, cert, key = _certificates(folder, {host for host, _ in files})
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -201,7 +238,7 @@ def chart_repositories(folder: Path, charts: list[Chart]) -> Iterator[ChartRepos
     thread = threading.Thread(target=proxy.serve_forever, daemon=True)
     thread.start()
     try:
-        yield ChartRepositories(proxy, ca_cert)
+        yield TierProxy(proxy, ca_cert)
     finally:
         proxy.shutdown()
         proxy.server_close()

@@ -1,0 +1,241 @@
+"""Upgrades judged by the real engine: each recorded stack of an earlier version (0.1.0's shipped
+stacks, main at 4dc9ef2, and this release's, tests/fixtures/upgrade-from/) deployed as that
+version's `up` left it (its Kubernetes objects on the sim tier's API servers, its state imported
+with `pulumi stack import`: tests/engine/recorded_deployment.py), then previewed with today's
+program and the edits its upgrade notes ask for (docs/operations/upgrades.md): nothing protected or
+holding data is replaced or deleted, nothing is refused.
+
+The plan model (tests/plan_model.py), which the unit tier's upgrade tests use, is held to the
+engine here: for each case, every resource the engine replaces or deletes, the model must too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kamaji_hami_platform.config import PROJECT
+from tests.engine.checked_inputs import checked_inputs
+from tests.engine.engine import Engine, Preview
+from tests.engine.proxy import TierProxy, write_local_chart
+from tests.engine.recorded_deployment import Deployment, RecordedStack, clusters, deploy
+from tests.harness import ROOT, SECRET_SIG, SECRET_VALUE, dev_stack_config, production_config, run_program
+from tests.plan_model import REFUSED, Step, preview_plan
+from tests.program.test_upgrades import ci_config, kept_on_the_shared_network, previewed, today
+from tests.recorded_state import UPGRADE_FROM, recorded_state, recorded_versions
+from tests.stack_resources import record as record_program
+
+pytestmark = pytest.mark.engine
+
+TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
+COMMAND = "command:local:Command"
+# Steps that replace or delete (pkg/resource/deploy/step.go StepOp values).
+LOSING_OPS = {"delete", "delete-replaced", "create-replacement", "replace", "discard", "discard-replaced",
+              "read-replacement", "remove-pending-replace"}
+# How the engine's and the plan model's steps are compared (reads and their discards left out).
+VERDICT_OPS = {"replaced": {"replace", "create-replacement", "delete-replaced"}, "deleted": {"delete"},
+               "updated": {"update"}}
+# The record's stack name and project as the recording program named them.
+STACKS = {"dev": ("dev", PROJECT), "ci": ("ci", PROJECT), "production": ("prod", PROJECT),
+          "two-tenants": ("lab", "two-tenants")}
+EXAMPLE = Path("examples/two-tenants")
+
+
+def holds_data(step: dict[str, Any]) -> bool:
+    """What a replacement or delete would lose (as tests/program/test_upgrades.py `holds_data`):
+    anything protected, a control plane, a Docker network or a worker container, a host's leave."""
+    old = step.get("old") or {}
+    name = step["urn"].rsplit("::", 1)[-1]
+    return (bool(old.get("protect")) or step["type"] == TCP
+            or (step["type"] == COMMAND
+                and (name.endswith(("-kind", "-network", "-leave")) or "-worker-" in name)))
+
+
+def engine_verdict(preview: Preview) -> dict[str, set[str]]:
+    """What the engine's preview replaces, deletes and refuses, by resource name."""
+    names = {op: {step["urn"].rsplit("::", 1)[-1] for step in preview.steps if step["op"] in ops}
+             for op, ops in VERDICT_OPS.items()}
+    refusals = re.findall(r'unable to (?:replace|delete) resource "[^"]*::([^":]+)"', preview.text())
+    names["refused"] = set(refusals)
+    return names
+
+
+def model_verdict(steps: list[Step]) -> dict[str, set[str]]:
+    """The same, from the plan model's steps (tests/plan_model.py)."""
+    names = {op: {step.name for step in steps if step.op in ops} for op, ops in VERDICT_OPS.items()}
+    names["refused"] = {step.name for step in steps if step.op == REFUSED}
+    return names
+
+
+def assert_agree(engine: dict[str, set[str]], model: dict[str, set[str]]) -> None:
+    disagreements = {kind: {"engine only": sorted(engine[kind] - model[kind]),
+                            "model only": sorted(model[kind] - engine[kind])}
+                     for kind in engine if engine[kind] != model[kind]}
+    assert not disagreements, disagreements
+
+
+def lost(preview: Preview) -> list[str]:
+    return [f"{step['op']} {step['urn'].rsplit('::', 1)[-1]}" for step in preview.steps
+            if step["op"] in LOSING_OPS and holds_data(step)]
+
+
+def keep_the_example_on_the_shared_network(main: Path) -> None:
+    """The two-tenants example's tenants given `worker_network="shared"`, as a user of the example
+    writes it after reading the upgrade notes (tests/program/test_upgrades.py does it with mocks)."""
+    text = main.read_text()
+    assert text.count("TenantSettings(name=") == 2
+    main.write_text(text.replace("TenantSettings(name=", 'TenantSettings(worker_network="shared", name='))
+
+
+def today_config(stack: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """Today's config of a recorded stack, as its upgrade notes have users edit it, and its secrets."""
+    if stack == "two-tenants":
+        return {}, {}
+    if stack == "dev":
+        return kept_on_the_shared_network(dev_stack_config()), {}
+    if stack == "ci":
+        return kept_on_the_shared_network(ci_config()), {}
+    config, secret_keys = production_config()
+    return ({key: value for key, value in config.items() if key not in secret_keys},
+            {"managementKubeconfig": "", **{f"sshPrivateKeys.{name}": key
+                                            for name, key in config["sshPrivateKeys"].items()}})
+
+
+@contextmanager
+def deployed(engine: Engine, sim_bin: Path, crds: list[dict[str, Any]], proxy: TierProxy, version: str,
+             record: str,
+             folder: Path = UPGRADE_FROM, exports: dict[str, Any] | None = None,
+             config: dict[str, Any] | None = None,
+             edit: Callable[[list[dict[str, Any]]], None] | None = None) -> Iterator[tuple[str, Path]]:
+    """The recorded stack deployed: its objects on API servers, its state imported into a stack of
+    the tier (named as it was recorded), today's config (or `config`) in the stack file of a
+    fresh project copy."""
+    stack, project_name = STACKS[record]
+    recorded = RecordedStack(version, record, stack, project_name, folder, exports)
+    project = engine.project_copy(f"{version}-{record}")
+    program = project / EXAMPLE if record == "two-tenants" else project
+    for folder, name, chart_version in recorded.local_charts():
+        write_local_chart(program / folder, name, chart_version)
+    if record == "two-tenants":
+        keep_the_example_on_the_shared_network(program / "__main__.py")
+        engine.install(program)
+    with clusters(recorded.tenants(), sim_bin, crds, proxy) as running:
+        live = deploy(recorded, running)
+        today, secrets = today_config(record)
+        for value in secrets.values():
+            # `pulumi config set` drops the last newline of a value read from stdin: the stored
+            # key, which the recorded program was handed, is without it.
+            live.replacements[value] = value.removesuffix("\n")
+        config = today if config is None else config
+        if "managementKubeconfig" in secrets:
+            secrets["managementKubeconfig"] = running.kubeconfig("management")
+        engine.new_stack(stack, config={f"{project_name}:{key}": value for key, value in config.items()},
+                         cwd=program, secrets=secrets)
+        try:
+            providers = engine.export(stack, cwd=program)["deployment"]["secrets_providers"]
+            deployment = Deployment(recorded, running, live)
+            deployment.checked = checked_inputs(engine, deployment.to_check(), recorded.local_charts())
+            document = deployment.document(providers)
+            if edit:
+                edit(document["deployment"]["resources"])
+            engine.import_state(stack, document, cwd=program)
+            yield stack, program
+        finally:
+            engine.remove_stack(stack, cwd=program)
+
+
+CASES = [(version, record) for version in recorded_versions() for record in STACKS
+         if (ROOT / "tests/fixtures/upgrade-from" / version / f"{record}.json").is_file()]
+
+
+@pytest.mark.parametrize(("version", "record"), CASES)
+def test_an_upgrade_previewed_by_the_engine_loses_nothing_and_refuses_nothing(
+        engine, sim_bin, management_crds, proxy, version, record, monkeypatch):
+    """And the plan model, which the unit tier's upgrade tests use, replaces, updates, deletes and
+    refuses exactly what the engine does."""
+    with deployed(engine, sim_bin, management_crds, proxy, version, record) as (stack, project):
+        preview = engine.preview(stack, cwd=project)
+    assert preview.returncode == 0, preview.text()
+    assert preview.violations() == [], preview.text()
+    assert lost(preview) == [], preview.text()
+    assert_agree(engine_verdict(preview), model_verdict(previewed(version, record, monkeypatch)))
+
+
+def recorded_today(folder: Path, config: dict[str, Any]) -> dict[str, Any]:
+    """Today's program's dev stack recorded into `folder/today/dev.json` (as a release records its
+    stacks), and its exports in the wire form (secret ones marked), which its state's stack holds."""
+    program = run_program(config)
+    (folder / "today").mkdir()
+    (folder / "today" / "dev.json").write_text(record_program(program))
+    return {name: {SECRET_SIG: SECRET_VALUE, "value": value} if name in program.secret_exports else value
+            for name, value in program.exports.items()}
+
+
+def test_a_second_preview_of_a_deployed_stack_changes_nothing(engine, sim_bin, management_crds, proxy,
+                                                               tmp_path):
+    """Today's program over the state its own `up` leaves: every resource the same (the engine
+    reads the admin Secrets and its own last outputs, and changes nothing)."""
+    exports = recorded_today(tmp_path, dev_stack_config())
+    with deployed(engine, sim_bin, management_crds, proxy, "today", "dev", tmp_path, exports,
+                  dev_stack_config()) as (stack, project):
+        preview = engine.preview(stack, cwd=project)
+    assert preview.returncode == 0, preview.text()
+    assert preview.unexpected_warnings() == [], preview.text()
+    changed = {step["urn"].rsplit("::", 1)[-1]: step["op"] for step in preview.steps
+               if step["op"] not in ("same", "read")}
+    assert changed == {}, preview.text()
+
+
+def test_a_changed_create_only_setting_is_refused_naming_both_values(engine, sim_bin, management_crds,
+                                                                     proxy, tmp_path):
+    """A planted violation on a stack with state: tenant-a's podCidr changed. The engine refuses
+    the protected guard's replacement, and the program names the setting, both values and the way
+    out (kamaji_hami_platform/create_only_report.py, from the stack's last outputs)."""
+    exports = recorded_today(tmp_path, dev_stack_config())
+    config = dev_stack_config()
+    created_with = config["tenants"][0]["podCidr"]
+    config["tenants"][0]["podCidr"] = "10.99.0.0/16"
+    with deployed(engine, sim_bin, management_crds, proxy, "today", "dev", tmp_path, exports,
+                  config) as (stack, project):
+        preview = engine.preview(stack, cwd=project)
+    assert preview.returncode != 0, preview.text()
+    said = preview.text()
+    assert "tenant-a-create-only-podCidr" in said and "marked for protection" in said, said
+    assert (f"tenants[name=tenant-a].podCidr is '10.99.0.0/16' in the config, but the running platform "
+            f"was created with '{created_with}'") in said, said
+    # The refused guard's replacement is all the preview planned to lose (and it is refused).
+    assert {step.split(" ", 1)[1] for step in lost(preview)} == {"tenant-a-create-only-podCidr"}, said
+
+
+def test_an_unprotected_state_whose_cluster_changed_loses_its_control_planes_in_model_and_engine(
+        engine, sim_bin, management_crds, proxy, monkeypatch):
+    """The review's case, where the check must find a loss: a 0.1.0 dev state whose resources are
+    not protected and whose management provider named another cluster. The engine replaces the
+    control planes (a new provider replaces what it serves), and the plan model says the same."""
+    other_cluster = "a-cluster-an-earlier-main-named"
+
+    def unprotect_and_move(resources: list[dict[str, Any]]) -> None:
+        for resource in resources:
+            resource.pop("protect", None)
+            if resource["urn"].endswith("::management-k8s"):
+                resource["inputs"]["clusterIdentifier"] = other_cluster
+                resource["outputs"]["clusterIdentifier"] = other_cluster
+
+    with deployed(engine, sim_bin, management_crds, proxy, "0.1.0", "dev",
+                  edit=unprotect_and_move) as (stack, project):
+        preview = engine.preview(stack, cwd=project)
+    assert preview.returncode == 0, preview.text()
+    assert {"replace tenant-a-control-plane", "replace tenant-b-control-plane"} <= set(lost(preview))
+
+    before = recorded_state("0.1.0", "dev")
+    for reg in before.registrations:
+        reg.options = {**reg.options, "protect": False}
+        if reg.name == "management-k8s":
+            reg.inputs = {**reg.inputs, "clusterIdentifier": other_cluster}
+    model = preview_plan(before, lambda mocks: today("dev", monkeypatch, mocks))
+    assert_agree(engine_verdict(preview), model_verdict(model))
