@@ -17,7 +17,7 @@ from kamaji_hami_platform.management import render as management_render
 from kamaji_hami_platform.tenant import node_join
 from tests import harness
 from tests.harness import Program, run_program
-from tests.plan_model import REFUSED, ops, plan, refused, stopped
+from tests.plan_model import REFUSED, failed, ops, plan, refused, stopped
 from tests.standins import run_script
 
 pytestmark = pytest.mark.unit
@@ -175,33 +175,20 @@ class TestNewManagementCluster:
         assert stopped(steps), "nothing after it is planned"
         assert after.depends_on(after.named("management-kind"), after.named(guard))
 
-    @pytest.fixture(scope="class")
-    def steps(self, two_workers, before):
-        """What `pulumi up --ignore-protect` does, i.e. after the user chose to start over."""
+    def test_ignore_protect_in_one_run_fails_in_its_preview(self, two_workers, before):
+        """`pulumi up --ignore-protect` of it fails in its preview: the kind cluster's delete-first
+        cascade deletes the management provider before the tenants' admin Secrets, read through
+        it, go (a cascade never takes a read), and the engine refuses the state that leaves
+        (`refers to unknown provider`; shown by the real engine:
+        tests/engine/test_upgrades.py). So the way to a new cluster is `make down`, then
+        `make up` (docs/operations/day-2.md). Everything planned before it is that cascade's
+        deletes, which a preview only shows."""
         after = changed(two_workers, lambda c: c["management"].update(nodeImage="kindest/node:v1.35.1"))
-        return plan(before, run_program(after), ignore_protect=True)
-
-    def test_everything_on_it_is_deleted_first_then_recreated(self, steps):
-        planned = ops(steps)
-        assert planned["management-kind"] == REPLACED_AFTER_DELETE
-        kind_deleted = position(steps, "delete-replaced", "management-kind")
-        for name in ("management-k8s", "management-kamaji", "tenant-a-control-plane",
-                     "tenant-b-control-plane", "tenant-a-gpus-hami"):
-            assert planned[name] == REPLACED_AFTER_DELETE, name
-            assert position(steps, "delete-replaced", name) < kind_deleted, name
-        # The tenant provider's identity is read from the new control plane's admin Secret, once
-        # it exists: a new provider comes first, the old one goes after (nothing still uses it).
-        assert planned["tenant-a-k8s"] == REPLACED_BEFORE_DELETE
-        assert position(steps, "create-replacement", "tenant-a-control-plane") < \
-            position(steps, "create-replacement", "tenant-a-k8s")
-
-    def test_workers_and_their_registration_follow_their_new_control_plane(self, steps):
-        planned = ops(steps)
-        for node in ("tenant-a-worker-0", "tenant-a-worker-1", "tenant-b-worker-0"):
-            assert planned[node] == REPLACED_AFTER_DELETE, node
-            assert planned[f"{node.rsplit('-worker-', 1)[0]}-gpus-{node}"] == REPLACED_AFTER_DELETE, node
-        tcp = position(steps, "create-replacement", "tenant-a-control-plane")
-        assert tcp < position(steps, "create-replacement", "tenant-a-worker-0")
+        steps = plan(before, run_program(after), ignore_protect=True)
+        assert failed(steps) == ["management-k8s"] and stopped(steps)
+        cascade = [s for s in steps if s.why.startswith("cannot outlive")]
+        assert {s.op for s in cascade} == {"delete-replaced"}
+        assert {"tenant-a-control-plane", "management-kamaji", "management-k8s"} <= {s.name for s in cascade}
 
 
 class TestCreateOnlySettings:
