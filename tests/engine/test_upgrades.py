@@ -25,7 +25,7 @@ from tests.engine.engine import Engine, Preview
 from tests.engine.proxy import TierProxy, write_local_chart
 from tests.engine.recorded_deployment import Deployment, RecordedStack, clusters, deploy
 from tests.harness import ROOT, SECRET_SIG, SECRET_VALUE, dev_stack_config, production_config, run_program
-from tests.plan_model import REFUSED, Step, preview_plan
+from tests.plan_model import REFUSED, Step, failed, preview_plan
 from tests.program.test_upgrades import ci_config, kept_on_the_shared_network, previewed, today
 from tests.recorded_state import UPGRADE_FROM, recorded_state, recorded_versions
 from tests.stack_resources import record as record_program
@@ -56,12 +56,24 @@ def holds_data(step: dict[str, Any]) -> bool:
                 and (name.endswith(("-kind", "-network", "-leave")) or "-worker-" in name)))
 
 
+def _deleted_first(steps: list[tuple[str, str]]) -> set[str]:
+    """The names replaced delete-first: their `delete-replaced` comes before their replacement."""
+    first: dict[str, str] = {}
+    for op, name in steps:
+        if op in ("delete-replaced", "create-replacement"):
+            first.setdefault(name, op)
+    return {name for name, op in first.items() if op == "delete-replaced"}
+
+
 def engine_verdict(preview: Preview) -> dict[str, set[str]]:
-    """What the engine's preview replaces, deletes and refuses, by resource name."""
+    """What the engine's preview replaces (and which of those delete-first), updates, deletes and
+    refuses, by resource name."""
     names = {op: {step["urn"].rsplit("::", 1)[-1] for step in preview.steps if step["op"] in ops}
              for op, ops in VERDICT_OPS.items()}
     refusals = re.findall(r'unable to (?:replace|delete) resource "[^"]*::([^":]+)"', preview.text())
     names["refused"] = set(refusals)
+    names["deleted first"] = _deleted_first([(step["op"], step["urn"].rsplit("::", 1)[-1])
+                                             for step in preview.steps])
     return names
 
 
@@ -69,6 +81,7 @@ def model_verdict(steps: list[Step]) -> dict[str, set[str]]:
     """The same, from the plan model's steps (tests/plan_model.py)."""
     names = {op: {step.name for step in steps if step.op in ops} for op, ops in VERDICT_OPS.items()}
     names["refused"] = {step.name for step in steps if step.op == REFUSED}
+    names["deleted first"] = _deleted_first([(step.op, step.name) for step in steps])
     return names
 
 
@@ -166,12 +179,17 @@ def test_an_upgrade_previewed_by_the_engine_loses_nothing_and_refuses_nothing(
     assert_agree(engine_verdict(preview), model_verdict(previewed(version, record, monkeypatch)))
 
 
-def recorded_today(folder: Path, config: dict[str, Any]) -> dict[str, Any]:
-    """Today's program's dev stack recorded into `folder/today/dev.json` (as a release records its
-    stacks), and its exports in the wire form (secret ones marked), which its state's stack holds."""
-    program = run_program(config)
-    (folder / "today").mkdir()
-    (folder / "today" / "dev.json").write_text(record_program(program))
+def recorded_today(folder: Path, config: dict[str, Any], record: str = "dev") -> dict[str, Any]:
+    """Today's program's stack recorded into `folder/today/<record>.json` (as a release records its
+    stacks: the production example's with its secrets), and its exports in the wire form (secret
+    ones marked), which its state's stack holds."""
+    if record == "production":
+        _, secret_keys = production_config()
+        program = run_program(config, stack=STACKS[record][0], secret_keys=secret_keys)
+    else:
+        program = run_program(config, stack=STACKS[record][0])
+    (folder / "today").mkdir(exist_ok=True)
+    (folder / "today" / f"{record}.json").write_text(record_program(program))
     return {name: {SECRET_SIG: SECRET_VALUE, "value": value} if name in program.secret_exports else value
             for name, value in program.exports.items()}
 
@@ -238,4 +256,28 @@ def test_an_unprotected_state_whose_cluster_changed_loses_its_control_planes_in_
         if reg.name == "management-k8s":
             reg.inputs = {**reg.inputs, "clusterIdentifier": other_cluster}
     model = preview_plan(before, lambda mocks: today("dev", monkeypatch, mocks))
+    assert_agree(engine_verdict(preview), model_verdict(model))
+
+
+def test_a_new_management_cluster_in_one_run_fails_in_the_preview_as_the_model_says(
+        engine, sim_bin, management_crds, proxy, tmp_path):
+    """Day 2, the most destructive plan: a new kind node image on a deployed dev stack, previewed
+    with `--ignore-protect` (the user chose to start over in one run, as the day-2 docs offered).
+    The engine's preview fails: the kind cluster's delete-first cascade deletes the management
+    provider while the tenants' admin Secrets, read through it, stay (a cascade never takes a
+    read), and it refuses to save that state. The plan model fails at the same provider
+    (tests/program/test_day2.py); `make down` then `make up` is the way (docs/operations/day-2.md)."""
+    exports = recorded_today(tmp_path, dev_stack_config())
+    config = dev_stack_config()
+    config["management"]["nodeImage"] = "kindest/node:v1.35.1"
+    with deployed(engine, sim_bin, management_crds, proxy, "today", "dev", tmp_path, exports,
+                  config) as (stack, project):
+        preview = engine.preview(stack, "--ignore-protect", cwd=project)
+    assert preview.returncode != 0, preview.text()
+    assert re.search(r"failed to verify snapshot: resource \S+::tenant-[ab]-admin-kubeconfig refers to "
+                     r"unknown provider \S+::management-k8s::", preview.text()), preview.text()
+    before = recorded_state("today", "dev", tmp_path)
+    model = preview_plan(before, lambda mocks: run_program(config, preview=True, mocks=mocks),
+                         ignore_protect=True)
+    assert failed(model) == ["management-k8s"]
     assert_agree(engine_verdict(preview), model_verdict(model))
