@@ -26,7 +26,7 @@ from tests.engine.proxy import TierProxy, write_local_chart
 from tests.engine.recorded_deployment import Deployment, RecordedStack, clusters, deploy
 from tests.harness import ROOT, SECRET_SIG, SECRET_VALUE, dev_stack_config, production_config, run_program
 from tests.plan_model import REFUSED, Step, failed, preview_plan
-from tests.program.test_upgrades import ci_config, kept_on_the_shared_network, previewed, today
+from tests.program.test_upgrades import BEFORE_OWN_NETWORKS, as_the_notes_say, ci_config, previewed, today
 from tests.recorded_state import UPGRADE_FROM, recorded_state, recorded_versions
 from tests.stack_resources import record as record_program
 
@@ -105,14 +105,15 @@ def keep_the_example_on_the_shared_network(main: Path) -> None:
     main.write_text(text.replace("TenantSettings(name=", 'TenantSettings(worker_network="shared", name='))
 
 
-def today_config(stack: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """Today's config of a recorded stack, as its upgrade notes have users edit it, and its secrets."""
+def today_config(stack: str, version: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """Today's config of a stack recorded at `version`, as its upgrade notes have users edit it,
+    and its secrets."""
     if stack == "two-tenants":
         return {}, {}
     if stack == "dev":
-        return kept_on_the_shared_network(dev_stack_config()), {}
+        return as_the_notes_say(version, dev_stack_config()), {}
     if stack == "ci":
-        return kept_on_the_shared_network(ci_config()), {}
+        return as_the_notes_say(version, ci_config()), {}
     config, secret_keys = production_config()
     return ({key: value for key, value in config.items() if key not in secret_keys},
             {"managementKubeconfig": "", **{f"sshPrivateKeys.{name}": key
@@ -134,12 +135,13 @@ def deployed(engine: Engine, sim_bin: Path, crds: list[dict[str, Any]], proxy: T
     program = project / EXAMPLE if record == "two-tenants" else project
     for folder, name, chart_version in recorded.local_charts():
         write_local_chart(program / folder, name, chart_version)
-    if record == "two-tenants":
+    if record == "two-tenants" and version in BEFORE_OWN_NETWORKS:
         keep_the_example_on_the_shared_network(program / "__main__.py")
+    if record == "two-tenants":
         engine.install(program)
     with clusters(recorded.tenants(), sim_bin, crds, proxy) as running:
         live = deploy(recorded, running)
-        today, secrets = today_config(record)
+        today, secrets = today_config(record, version)
         for value in secrets.values():
             # `pulumi config set` drops the last newline of a value read from stdin: the stored
             # key, which the recorded program was handed, is without it.

@@ -3,7 +3,9 @@ version left it (tests/recorded_state.py, tests/fixtures/upgrade-from/<version o
 every shipped stack: dev, ci, the production example and the two-tenants example.
 
 - `0.1.0`: the release (its stacks recorded from its code: the resources the restructure kept);
-- `4dc9ef2`: main before tenants had networks of their own (issue 29), dev and production.
+- `4dc9ef2`: main before tenants had networks of their own (issue 29), dev and production;
+- `a48b3f2`: this release (the engine tier's), every shipped stack: what the next release plans
+  from.
 
 Each is planned with the edits its upgrade notes ask for (CHANGELOG.md, docs/operations/
 upgrades.md): tenants created then keep `workerNetwork: shared`. Nothing that holds data or a
@@ -30,6 +32,9 @@ pytestmark = pytest.mark.unit
 EXAMPLE_MAIN = ROOT / "examples" / "two-tenants" / "__main__.py"
 TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
 COMMAND = "command:local:Command"
+# Recorded before each kind tenant got a Docker network of its own (issue 29): its notes keep the
+# tenants they created on the shared network.
+BEFORE_OWN_NETWORKS = ("0.1.0", "4dc9ef2")
 REPLACE_OR_DELETE = ("delete", "delete-replaced", "create-replacement", "replace", "discard")
 
 
@@ -73,21 +78,31 @@ def example_kept_on_the_shared_network(monkeypatch: pytest.MonkeyPatch,
     return run_program({}, main=EXAMPLE_MAIN, project="two-tenants", stack="lab", preview=True, mocks=mocks)
 
 
-def today(stack: str, monkeypatch: pytest.MonkeyPatch, mocks: PlatformMocks | None = None) -> Program:
-    """Today's program over a recorded stack, as a preview runs it (under `mocks`)."""
+def as_the_notes_say(version: str, config: dict) -> dict:
+    """A stack file as its upgrade notes from `version` have users edit it: a kind stack created
+    before tenants had networks of their own keeps them on the shared one."""
+    return kept_on_the_shared_network(config) if version in BEFORE_OWN_NETWORKS else config
+
+
+def today(stack: str, monkeypatch: pytest.MonkeyPatch, mocks: PlatformMocks | None = None,
+          version: str = "0.1.0") -> Program:
+    """Today's program over a stack recorded at `version`, as a preview runs it (under `mocks`)."""
     if stack == "dev":
-        return run_program(kept_on_the_shared_network(dev_stack_config()), preview=True, mocks=mocks)
+        return run_program(as_the_notes_say(version, dev_stack_config()), preview=True, mocks=mocks)
     if stack == "ci":
-        return run_program(kept_on_the_shared_network(ci_config()), stack="ci", preview=True, mocks=mocks)
+        return run_program(as_the_notes_say(version, ci_config()), stack="ci", preview=True, mocks=mocks)
     if stack == "production":
         config, secret_keys = production_config()
         return run_program(config, stack="prod", secret_keys=secret_keys, preview=True, mocks=mocks)
-    return example_kept_on_the_shared_network(monkeypatch, mocks)
+    if version in BEFORE_OWN_NETWORKS:
+        return example_kept_on_the_shared_network(monkeypatch, mocks)
+    return run_program({}, main=EXAMPLE_MAIN, project="two-tenants", stack="lab", preview=True, mocks=mocks)
 
 
 def previewed(version: str, stack: str, monkeypatch: pytest.MonkeyPatch) -> list:
     """What `pulumi preview` of today's program shows over the recorded stack."""
-    return preview_plan(recorded_state(version, stack), lambda mocks: today(stack, monkeypatch, mocks))
+    return preview_plan(recorded_state(version, stack),
+                        lambda mocks: today(stack, monkeypatch, mocks, version))
 
 
 STACKS = ("dev", "ci", "production", "two-tenants")
