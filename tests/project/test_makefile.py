@@ -134,7 +134,7 @@ def planned(*args: str, env: dict[str, str] | None = None) -> list[str]:
     return result.stdout.splitlines()
 
 
-@pytest.mark.parametrize("tier", ["sim", "ssh"])
+@pytest.mark.parametrize("tier", ["engine", "sim", "ssh"])
 def test_a_tier_requires_itself_and_lists_its_skips(tier):
     """A tier that skips proves nothing: make sets KHP_REQUIRE_TIER (tests/tiers.py), and -rs lists
     the reason of any skip that ALLOW_SKIP=1 lets through."""
@@ -149,7 +149,7 @@ def test_the_unit_suite_requires_no_tier():
     assert run.startswith("KHP_REQUIRE_TIER= ")
 
 
-def test_ci_requires_both_tiers_whatever_the_environment_says(tmp_path):
+def test_ci_requires_every_tier_whatever_the_environment_says(tmp_path):
     """.ci/run overrides an ALLOW_SKIP of the environment with a make argument: run with a stand-in
     make that records its arguments, and the real make's plan for the same arguments."""
     fake_tool(tmp_path, "make", f'echo "$*" >> {tmp_path}/calls')
@@ -158,7 +158,7 @@ def test_ci_requires_both_tiers_whatever_the_environment_says(tmp_path):
                             timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     calls = (tmp_path / "calls").read_text().splitlines()
-    assert calls == ["test", "sim ALLOW_SKIP=", "ssh ALLOW_SKIP="]
+    assert calls == ["test", "engine ALLOW_SKIP=", "sim ALLOW_SKIP=", "ssh ALLOW_SKIP="]
     for call in calls[1:]:
         tier, *args = call.split()
         (run,) = [line for line in planned(tier, *args, env={"ALLOW_SKIP": "1"}) if " -m pytest " in line]

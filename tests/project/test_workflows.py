@@ -41,7 +41,7 @@ def action(workflow: dict, job: str, prefix: str) -> dict:
 
 
 def readme_test_command() -> str:
-    block = re.search(r"## Three commands\n\n```bash\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    block = re.search(r"## The commands\n\n```bash\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
     (line,) = [ln for ln in block.group(1).splitlines() if "test" in ln]
     return line.split("#")[0].strip()
 
