@@ -39,6 +39,13 @@ def engine(proxy: TierProxy) -> Iterator[Engine]:
     assert proxy.refused == [], f"the tier tried to reach what it does not serve: {proxy.refused}"
 
 
+@pytest.fixture(autouse=True)
+def backend_of_its_own(request: pytest.FixtureRequest) -> None:
+    """Every test that uses the session's engine starts on a backend without stacks."""
+    if "engine" in request.fixturenames:
+        request.getfixturevalue("engine").new_backend()
+
+
 @pytest.fixture(scope="session")
 def sim_bin() -> Path:
     """kube-apiserver, etcd and kubectl of the sim tier (toolchain/build.sh)."""

@@ -158,6 +158,7 @@ class Engine:
     # it, since a proxy in up's environment is something the program acts on (management/
     # docker_host.py: workers get it, and are replaced when it changes).
     provider_env: dict[str, str] = field(default_factory=dict)
+    backend_folder: str = "state"
 
     @property
     def home(self) -> Path:
@@ -165,7 +166,15 @@ class Engine:
 
     @property
     def backend(self) -> Path:
-        return self.work / "state"
+        return self.work / self.backend_folder
+
+    def new_backend(self) -> Path:
+        """A file backend without stacks from now on (the one before kept on disk): the tests name
+        their stacks as users do (dev, ci, prod, lab), so a stack one test made would refuse the
+        next one's `pulumi stack init`."""
+        self.backend_folder = f"state-{len(list(self.work.glob('state*')))}"
+        self.backend.mkdir()
+        return self.backend
 
     @property
     def project(self) -> Path:
