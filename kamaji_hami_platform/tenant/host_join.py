@@ -158,8 +158,14 @@ def prerequisites_script(tenant: TenantConfig, host: HostConfig) -> Shell:
         cni_plugins=Text(" ".join(CNI_PLUGINS)), cni_bin_dir=CNI_BIN_DIR, proc_swaps=PROC_SWAPS,
         gpu_prerequisites=gpu, host=Text(host.name), tenant=Text(tenant.name), cri_plugin=CRI_PLUGIN,
         cgroup_root=CGROUP_ROOT, host_tools=Text(" ".join(HOST_TOOLS)),
-        connect_timeout=CONNECT_TIMEOUT_SECONDS, kubelet_config=KUBELET_CONFIG,
+        reach_function=reach_function(), kubelet_config=KUBELET_CONFIG,
         kubelet_node_config=KUBELET_NODE_CONFIG, kubelet_port=KUBELET_PORT))
+
+
+def reach_function() -> Shell:
+    """POSIX sh `reach HOST PORT`: whether a TCP connection opens within the connect timeout (2:
+    neither bash nor nc is on the host to tell)."""
+    return Shell(render_script(_PACKAGE, "host_reach_function.sh", connect_timeout=CONNECT_TIMEOUT_SECONDS))
 
 
 def _gpu_prerequisites(tenant: TenantConfig) -> Shell:

@@ -40,13 +40,17 @@ def manual_reset_command(host: HostConfig) -> str:
 
 def host_reset_script(tenant: TenantConfig, owner: host_join.Ownership) -> str:
     """POSIX sh on the host: `kubeadm reset -f` and kindnet's CNI config, only on a host that is
-    this stack's node of the tenant, joined to the control plane the leave knows ($1: its CA pin,
-    or `none` when the leave has no kubeconfig) or, marked by 0.1.0, whose CA digest is $2. A host
-    that joined something else meanwhile (another tenant, another stack, a replaced control plane)
-    is left as it is."""
+    this stack's node of the tenant by its marker, joined to the control plane the leave knows ($1:
+    its CA pin, or `none` when the leave has no kubeconfig) or, marked by 0.1.0 and joined, whose
+    CA digest is $2. A host without such a marker (another stack's mid-join, another installer's
+    node), one that joined something else meanwhile (another tenant, another stack, a replaced
+    control plane), and a marked one whose kubeadm credentials are gone while a kubelet is set up
+    or listening (the join's guards) are left as they are."""
     return render_script(
         _PACKAGE, "host_reset.sh", path_extra=Text(host_join.HOST_PATH_EXTRA),
         kubelet_config=host_join.KUBELET_CONFIG, node_ca_cert=host_join.NODE_CA_CERT,
+        kubelet_node_config=host_join.KUBELET_NODE_CONFIG, kubelet_port=host_join.KUBELET_PORT,
+        reach_function=host_join.reach_function(),
         join_marker=host_join.JOIN_MARKER, marker=owner.marker(tenant),
         legacy_marker=host_join.legacy_marker(tenant), foreign=HOST_FOREIGN, reset_failed=HOST_RESET_FAILED,
         tenant=Text(tenant.name),

@@ -182,3 +182,14 @@ def test_a_change_of_what_a_later_release_hands_kind_replaces_no_running_cluster
     assert {s.op for s in steps if s.name == "management-kind"} <= {"update"}
     assert all("triggers" not in s.why for s in steps if s.name == "management-kind")
 
+
+
+def test_from_a48b3f2_a_host_stack_updates_only_its_hosts_leaves(monkeypatch):
+    """The leave's host reset changed (issue 38: a host without this stack's marker is left as it
+    is): each host's `-leave` is updated in place, its create only printing which host it is, and
+    nothing else changes (docs/operations/upgrades.md; the engine tier holds this model to the
+    engine's preview of the same state)."""
+    steps = previewed("a48b3f2", "production", monkeypatch)
+    assert {(step.op, step.name) for step in steps if step.op != "read"} == {
+        ("update", f"{host}-leave") for host in ("ml-prod-gpu-node-1", "ml-prod-gpu-node-2",
+                                                 "ml-prod-gpu-node-3", "sandbox-cpu-node-1")}

@@ -67,6 +67,21 @@ case "$1" in
     # What the script that runs kubeadm was given (its arguments) and its environment.
     tr '\0' '\n' < "/proc/$PPID/cmdline" > "$S/join-caller"
     env > "$S/join-env"
+    # Preflight, before discovery: a file the join writes that is there already stops it, with
+    # nothing changed (kubernetes v1.35.4 cmd/kubeadm/app/preflight/checks.go JoinNodeChecks,
+    # FileAvailableCheck; cmd/kubeadm/app/cmd/phases/join/preflight.go runPreflight).
+    fatal=""
+    for file in /etc/kubernetes/kubelet.conf /etc/kubernetes/bootstrap-kubelet.conf \
+        /etc/kubernetes/pki/ca.crt; do
+      [ -e "$file" ] && fatal="$fatal	[ERROR FileAvailable-$(echo "$file" | tr / -)]: $file already exists
+"
+    done
+    [ -f "$S/preflight-fails" ] && fatal="$fatal	[ERROR Port-10250]: Port 10250 is in use
+"
+    if [ -n "$fatal" ]; then
+      printf 'error execution phase preflight: [preflight] %s:\n%s' "Some fatal errors occurred" "$fatal" >&2
+      exit 1
+    fi
     # Discovery: a token whose Secret the tenant has, and the pin of the tenant's CA (kubernetes
     # v1.35 cmd/kubeadm/app/discovery/token/token.go); then, slow on request, the kubelet's start.
     token=$(sed -n 's/^ *token: "\(.*\)"$/\1/p' "$config")
@@ -79,9 +94,6 @@ case "$1" in
       printf 'cluster CA found in cluster-info ConfigMap is invalid: %s "%s" are pinned\n' \
         "none of the public keys" "$(cat "$S/ca-pin")" >&2
       exit 1
-    fi
-    if [ -f "$S/preflight-fails" ]; then
-      echo "[ERROR Port-10250]: Port 10250 is in use" >&2; exit 1
     fi
     touch "$S/join-started"
     [ -f "$S/join-slow" ] && sleep "$(cat "$S/join-slow")"

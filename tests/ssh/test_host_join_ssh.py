@@ -594,6 +594,49 @@ class TestLeave:
         assert "the host is not this stack's node of the tenant's control plane" in result.stderr
         assert is_joined(box) and not kubeadm_calls(box, "reset")
 
+    def test_a_host_without_this_stacks_marker_is_left_as_it_is_kubelet_conf_or_not(self, box):
+        """No kubelet.conf, a foreign CA, no marker (a machine repurposed as another installer's
+        node, another stack's host mid-join): the leave changes nothing (issue 38)."""
+        other = sandbox.make_ca(box.root / "other-ca.pem", "another cluster's CA")
+        (box.host / "kubernetes" / "pki").mkdir(parents=True)
+        (box.host / "kubernetes" / "pki" / "ca.crt").write_text(other)
+        (box.host / "cni-net.d" / "10-kindnet.conflist").write_text("{}\n")
+        markers = (None, marker(OTHER_STACK, "gpu-host-1", other), marker(OWNER, "gpu-host-2", box.ca))
+        for marked_as in markers:
+            if marked_as is not None:
+                (box.host / "kubernetes" / "kamaji-hami-platform-tenant").write_text(marked_as)
+            before = host_files(box)
+            result = leave(box, worker(box))
+            assert result.returncode == 0, result.output
+            assert "the host is not this stack's node of the tenant's control plane" in result.stderr
+            assert "left as it is" in result.stderr
+            assert not kubeadm_calls(box, "reset") and host_files(box) == before
+
+    def test_a_marked_host_without_kubelet_conf_keeps_another_kubelet(self, box, monkeypatch):
+        """This stack's marker, but kubeadm's kubelet.conf gone and a kubelet set up or listening
+        since: the join's guards hold for the leave too. Without either, the leave cleans up."""
+        self.joined(box)
+        (box.host / "kubernetes" / "kubelet.conf").unlink()
+        (box.host / "kubelet-config.yaml").write_text("kind: KubeletConfiguration\n")
+        result = leave(box, worker(box))
+        assert result.returncode == 0, result.output
+        assert ("the host has no /etc/kubernetes/kubelet.conf but a kubelet set up "
+                f"({box.host}/kubelet-config.yaml)") in result.stderr
+        assert not kubeadm_calls(box, "reset")
+        (box.host / "kubelet-config.yaml").unlink()
+        listener = sandbox.Listener()
+        monkeypatch.setattr(host_join, "KUBELET_PORT", listener.port)
+        try:
+            result = leave(box, worker(box))
+        finally:
+            listener.close()
+        assert result.returncode == 0, result.output
+        assert f"something listens on the kubelet's port {listener.port}" in result.stderr
+        assert not kubeadm_calls(box, "reset") and box.marker() is not None
+        result = leave(box, worker(box))
+        assert result.returncode == 0, result.output
+        assert kubeadm_calls(box, "reset") == ["kubeadm reset -f"] and box.marker() is None
+
     def test_skip_drain_deletes_without_draining(self, box):
         self.joined(box)
         result = leave(box, worker(box), **{host_leave.SKIP_DRAIN_ENV: "1"})

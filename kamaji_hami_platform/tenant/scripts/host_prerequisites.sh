@@ -65,17 +65,7 @@ if command -v timedatectl >/dev/null 2>&1; then
 else
   miss 'no timedatectl: cannot tell whether the clock is synchronized (certificates and tokens are checked against it)'
 fi
-# A TCP connection, bounded: bash's /dev/tcp, else nc; 2: neither is here.
-reach() {
-  if command -v bash >/dev/null 2>&1; then
-    # shellcheck disable=SC2016 # bash expands its own $1 and $2, the arguments after the script
-    timeout @connect_timeout@ bash -c 'exec 3<>"/dev/tcp/$1/$2"' reach "$1" "$2" 2>/dev/null
-  elif command -v nc >/dev/null 2>&1; then
-    nc -z -w @connect_timeout@ "$1" "$2" 2>/dev/null
-  else
-    return 2
-  fi
-}
+@reach_function@
 # Not joined by kubeadm, yet a kubelet is set up or listening (another installer's node, at a
 # mistyped address?): kubeadm's preflight would refuse it, and nothing here may reset it.
 if [ ! -f @kubelet_config@ ]; then
