@@ -91,7 +91,7 @@ RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
 # drop it).
 REPLAYED_FLAGS = ("protect", "delete_before_replace", "retain_on_delete")
 REPLAYED_LISTS = ("ignore_changes", "replace_on_changes", "additional_secret_outputs", "hide_diffs")
-NOT_REPLAYED = ("transformations", "transforms", "hooks", "import_", "urn", "replacement_trigger",
+NOT_REPLAYED = ("transformations", "transforms", "hooks", "import_", "urn",
                 "state_migrations", "env_var_mappings", "plugin_download_url")
 
 
@@ -338,6 +338,15 @@ def _output_resources(value: Any) -> list[Any]:
     return list(_sync_await(pulumi.Output.from_input(value).resources()))
 
 
+def _plain(value: Any) -> bool:
+    """A value of strings, numbers, booleans, lists and dicts only (no Output, no resource)."""
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and _plain(item) for key, item in value.items())
+    if isinstance(value, list):
+        return all(_plain(item) for item in value)
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
 def _options(made: _Made, observed: _Observed, index_of: Callable[[Any], int]) -> dict[str, Any]:
     """The options the program passed (as Resource.__init__ settled them: a parent's protect and
     providers inherited), by resource index."""
@@ -374,6 +383,11 @@ def _options(made: _Made, observed: _Observed, index_of: Callable[[Any], int]) -
         options["deleted_with"] = index_of(opts.deleted_with)
     if opts.replace_with:
         options["replace_with"] = [index_of(res) for res in opts.replace_with if res is not None]
+    if opts.replacement_trigger is not None:
+        if not _plain(opts.replacement_trigger):
+            raise NotImplementedError(f"{made.type} {made.name}: a replacement_trigger with Outputs is not "
+                                      "replayed")
+        options["replacement_trigger"] = opts.replacement_trigger
     if opts.aliases:
         aliases: list[Any] = []
         for alias in opts.aliases:

@@ -102,7 +102,7 @@ class Replay:
     def options(self, recorded: dict[str, Any]) -> pulumi.ResourceOptions:
         options: dict[str, Any] = {key: recorded[key] for key in (
             "protect", "delete_before_replace", "retain_on_delete", "ignore_changes", "replace_on_changes",
-            "additional_secret_outputs", "hide_diffs") if key in recorded}
+            "additional_secret_outputs", "hide_diffs", "replacement_trigger") if key in recorded}
         for key in ("parent", "provider", "deleted_with"):
             if key in recorded:
                 options[key] = self.resource(recorded[key])

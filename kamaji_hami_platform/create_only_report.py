@@ -20,7 +20,7 @@ from typing import Any
 
 import pulumi
 
-from kamaji_hami_platform.config import PlatformConfig
+from kamaji_hami_platform.config import ManagementConfig, PlatformConfig
 from kamaji_hami_platform.create_only_guards import guard_name
 from kamaji_hami_platform.management import render as management_render
 from kamaji_hami_platform.tenant import control_plane
@@ -38,6 +38,7 @@ class GuardedSetting:
     path: str
     value: str
     way_out: str
+    refused_at: str  # the resources the engine refuses the change at
 
 
 def guarded_settings(platform: PlatformConfig) -> list[GuardedSetting]:
@@ -45,7 +46,7 @@ def guarded_settings(platform: PlatformConfig) -> list[GuardedSetting]:
     management = platform.management
     values = management_render.management_create_only_values(management)
     found = [GuardedSetting(guard_name(MANAGEMENT_COMPONENT, s.key), s.path, values[s.key],
-                            management_render.MANAGEMENT_WAY_OUT)
+                            management_render.MANAGEMENT_WAY_OUT, _management_refused_at(management, s.key))
              for s in management_render.management_create_only(management)]
     for tenant in platform.tenants:
         # As the component computes it: a hosts tenant's settings carry no addressBlock
@@ -53,9 +54,19 @@ def guarded_settings(platform: PlatformConfig) -> list[GuardedSetting]:
         registered = dataclasses.replace(tenant, address_block=0) if tenant.on_hosts else tenant
         values = control_plane.create_only_values(registered, management)
         found += [GuardedSetting(guard_name(tenant.name, s.key), s.path, values[s.key],
-                                 control_plane.create_only_way_out(tenant))
+                                 control_plane.create_only_way_out(tenant), guard_name(tenant.name, s.key))
                   for s in control_plane.create_only_settings(tenant)]
     return found
+
+
+def _management_refused_at(management: ManagementConfig, key: str) -> str:
+    """The guard, and for a setting kind creates its cluster with, the cluster too: it keeps the
+    value in its own replacement trigger, so it refuses the change even once the guard was
+    replaced (after `pulumi state unprotect`)."""
+    guard = guard_name(MANAGEMENT_COMPONENT, key)
+    if management.is_kind and key in management_render.KIND_CLUSTER_SETTINGS:
+        return f"{guard} and {MANAGEMENT_COMPONENT}-{management_render.KIND_CLUSTER_RESOURCE}"
+    return guard
 
 
 def values_by_guard(platform: PlatformConfig) -> dict[str, str]:
@@ -71,7 +82,7 @@ def changed_settings(recorded: Mapping[str, Any], platform: PlatformConfig) -> l
         if isinstance(old, str) and old != setting.value:
             messages.append(f"{setting.path} is {setting.value!r} in the config, but the running platform "
                             f"was created with {old!r}, and it cannot change on a running platform "
-                            f"(the engine refuses it at {setting.guard}; do not remove `protect`, which "
+                            f"(the engine refuses it at {setting.refused_at}; do not remove `protect`, which "
                             f"would let it destroy what the setting guards). The way out: {setting.way_out}.")
     return messages
 

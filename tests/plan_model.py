@@ -9,8 +9,9 @@ after a change, with each provider's replace rules:
   it looks at DryRun). When it is `deleted_with` a resource deleted too, the engine plans
   the delete but skips the provider call;
 - an existing resource is replaced when a resource in its `replace_with` list or its
-  `deleted_with` resource is replaced, when its provider is replaced (`diff`), or when its
-  provider's diff says so:
+  `deleted_with` resource is replaced, when its provider is replaced (`diff`), when its
+  `replacement_trigger` differs from the one in its old state (`shouldTriggerReplace`: an
+  unknown one always, a null one, before or after, never), or when its provider's diff says so:
   - `command:local:Command`: a changed `triggers` element (the Command SDK registers
     `replace_on_changes=["triggers[*]"]`, pulumi_command/local/command.py; the provider itself
     would update, pulumi-go-provider v1.3.0 infer/resource.go `Diff`);
@@ -49,7 +50,7 @@ after a change, with each provider's replace rules:
 
 The model knows the options above and `replace_on_changes` (a changed value at one of its
 paths replaces: the engine's `applyReplaceOnChanges`). A program that uses one it does not
-model (`replacement_trigger`, `import`, `aliases`, `hide_diffs`, a nested `ignore_changes` path)
+model (`import`, `aliases`, `hide_diffs`, a nested `ignore_changes` path)
 makes `plan` raise, instead of planning something the engine would not. `ignore_changes` of a
 top-level input gives it its old value before the diff, as the engine does.
 Options a child inherits from its parent arrive already applied in each registration: protect
@@ -74,12 +75,14 @@ COMMAND = "command:local:Command"
 KUBERNETES_PROVIDER = "pulumi:providers:kubernetes"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 CHANGED = object()  # an input whose value is unknown until a replacement exists
+# An unknown as it is registered (pulumi sdk/python/lib/pulumi/runtime/rpc.py UNKNOWN).
+UNKNOWN_WIRE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 REFUSED = "refused"
 FAILED = "failed"  # the engine fails the run at this step (a state it refuses to save)
 STOPPED = "stopped"  # the engine bails: no step after this one is planned
 
 # Options the model does not emulate: a registration using one fails the plan loudly.
-UNMODELED_OPTIONS = ("replacementTrigger", "importId", "hideDiffs")
+UNMODELED_OPTIONS = ("importId", "hideDiffs")
 
 # pulumi-kubernetes v4.32.0 provider/pkg/provider/diff.go `forceNew`, for the kinds a program
 # may register (group/version/kind -> forced-replacement field paths besides the identity).
@@ -130,6 +133,24 @@ class Step:
 
     def __str__(self) -> str:
         return f"{self.op} {self.name}" + (f" ({self.why})" if self.why else "")
+
+
+def _trigger_replaces(old: Any, new: Any) -> bool:
+    """step_generator.go `shouldTriggerReplace`: unknowns always replace; a null one (before or
+    after) never does; else a different value does."""
+    if _has_unknown(old) or _has_unknown(new):
+        return True
+    return old is not None and new is not None and old != new
+
+
+def _has_unknown(value: Any) -> bool:
+    if value is CHANGED or value == UNKNOWN_WIRE:
+        return True
+    if isinstance(value, dict):
+        return any(_has_unknown(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_unknown(v) for v in value)
+    return False
 
 
 def _provider_urn(reg: Registration) -> str:
@@ -303,6 +324,9 @@ class _Planner:
         provider = _provider_urn(reg)
         if provider in self.replaced:
             return f"its provider {self.names[provider]} is replaced", False
+        old_trigger = previous.options.get("replacementTrigger")
+        if _trigger_replaces(old_trigger, reg.options.get("replacementTrigger")):
+            return "replacement_trigger changed", False
         new = _inputs_after(reg, self.replaced | self.read_anew, previous.inputs)
         keys = _replace_keys(reg, previous.inputs, new, self.new_providers)
         if not keys:

@@ -234,25 +234,32 @@ class ManagementCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                 depends_on=self.create_only, delete_before_replace=True)))
         self.cluster = local.Command(
-            f"{name}-kind",
+            f"{name}-{render.KIND_CLUSTER_RESOURCE}",
             create=render.kind_create_script(management),
             delete=render.kind_delete_script(management),
             stdin=kind_config,
             interpreter=["/bin/sh", "-c"],
             # kind attaches its nodes to this Docker network.
             environment={render.KIND_NETWORK_ENV: management.docker_network},
-            # What the cluster was created with. Its replacement triggers are the guards of the
-            # settings kind creates it with (replace_with), which refuse a change in preview (the
-            # cluster is protected too: replacing it deletes every tenant's control plane and
-            # data), and the network it is attached to. The trigger list and the kind config
-            # (stdin) are ignored after the create (the engine diffs their old values: pulumi
-            # pkg/resource/deploy/step_generator.go `processIgnoreChanges`): a cluster keeps what
-            # it was created with, and no release that changes either replaces or reruns it.
+            # What the cluster was created with. The trigger list and the kind config (stdin) are
+            # ignored after the create (the engine diffs their old values: pulumi
+            # pkg/resource/deploy/step_generator.go `processIgnoreChanges`): no release that
+            # changes either replaces or reruns it.
             triggers=[management.name, management.node_image, kind_config,
                       management.docker_network, management.docker_subnet],
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                 delete_before_replace=True, protect=True, depends_on=[*self.create_only, self.network],
+                # Replaced with the network it is attached to and the guards of the settings kind
+                # creates it with; the cluster is protected (replacing it deletes every tenant's
+                # control plane and data), so a changed setting is refused here as at its guard.
                 replace_with=[self.network, *(self._guard_of[key] for key in render.KIND_CLUSTER_SETTINGS)],
+                # The same settings kept in the cluster's own state, which every run compares:
+                # `replace_with` fires only in the run that replaces a guard (step_generator.go
+                # `diff`), so a guard replaced once (after `pulumi state unprotect`) would leave
+                # the next runs planning nothing for a cluster that kept its old settings. A state
+                # without it (0.1.0's) takes it in its next run, never as a replacement
+                # (`shouldTriggerReplace`: an old null is no trigger).
+                replacement_trigger=render.kind_cluster_settings(management),
                 ignore_changes=["triggers", "stdin"])),
         )
         kubeconfig_cmd = local.Command(

@@ -159,6 +159,8 @@ MANAGEMENT_CREATE_ONLY = (
 # What kind creates the cluster with: a change of one replaces the cluster (its guard refuses it
 # first); the others (kamaji-etcd, MetalLB) need a rebuild too, but not a new kind cluster.
 KIND_CLUSTER_SETTINGS = ("name", "nodeImage", "dockerNetwork", "dockerSubnet")
+# The kind cluster's resource: `<component>-kind`.
+KIND_CLUSTER_RESOURCE = "kind"
 
 
 # Mode existing: the settings of the cluster it does not create.
@@ -183,6 +185,12 @@ def management_create_only(management: ManagementConfig) -> tuple[CreateOnlySett
     """The create-only settings of the management cluster's mode. kind keeps its guards as they were
     (a new guard in a running stack would be a create, harmless, but the set stays stable)."""
     return MANAGEMENT_CREATE_ONLY if management.is_kind else EXISTING_CREATE_ONLY
+
+
+def kind_cluster_settings(management: ManagementConfig) -> dict[str, str]:
+    """The create-only settings kind creates its cluster with, as the cluster's replacement trigger."""
+    values = management_create_only_values(management)
+    return {key: values[key] for key in KIND_CLUSTER_SETTINGS}
 
 
 def management_create_only_values(management: ManagementConfig) -> dict[str, str]:

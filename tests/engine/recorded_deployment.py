@@ -415,7 +415,7 @@ class Deployment:
         else:
             resource["inputs"] = _state_value(self._real(record["wire"]))
         for key in ("protect", "retainOnDelete", "deletedWith", "additionalSecretOutputs", "replaceOnChanges",
-                    "ignoreChanges", "replaceWith", "propertyDependencies"):
+                    "ignoreChanges", "replaceWith", "replacementTrigger", "propertyDependencies"):
             if options.get(key):
                 resource[key] = options[key]
         return resource

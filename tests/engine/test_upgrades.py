@@ -283,3 +283,42 @@ def test_a_new_management_cluster_in_one_run_fails_in_the_preview_as_the_model_s
                          ignore_protect=True)
     assert failed(model) == ["management-k8s"]
     assert_agree(engine_verdict(preview), model_verdict(model))
+
+
+def test_a_kind_setting_stays_refused_after_its_guard_was_replaced_once(engine, sim_bin, management_crds,
+                                                                        proxy, tmp_path):
+    """Issue 38, item 5: a new kind node image on a deployed dev stack whose guard a user
+    unprotected (`pulumi state unprotect`, as the engine's refusal suggests). An `up` that skips
+    its preview replaces the guard and is refused at the protected kind cluster; the cluster keeps
+    the image it was created with. The next preview must still refuse the cluster, which keeps its
+    settings in its own state (`replacement_trigger`): with `replace_with` alone, which fires only
+    in the run that replaces the guard, it planned nothing, and the outputs claimed the new image."""
+    exports = recorded_today(tmp_path, dev_stack_config())
+    config = dev_stack_config()
+    created_with = config["management"]["nodeImage"]
+    config["management"]["nodeImage"] = "kindest/node:v1.35.1"
+    guard = "management-create-only-nodeImage"
+
+    def unprotect_the_guard(resources: list[dict[str, Any]]) -> None:
+        for resource in resources:
+            if resource["urn"].endswith(f"::{guard}"):
+                resource.pop("protect")
+
+    with deployed(engine, sim_bin, management_crds, proxy, "today", "dev", tmp_path, exports, config,
+                  edit=unprotect_the_guard) as (stack, project):
+        result = engine.up(stack, "--skip-preview", cwd=project)
+        said = result.stdout + result.stderr
+        assert result.returncode != 0, said
+        assert re.search(r'unable to replace resource "[^"]*::management-kind"', said), said
+        resources = engine.export(stack, cwd=project)["deployment"]["resources"]
+        state = {r["urn"].rsplit("::", 1)[-1]: r for r in resources if not r.get("delete")}
+        assert state[guard]["inputs"]["triggers"] == ["kindest/node:v1.35.1"], state[guard]
+        assert created_with in state["management-kind"]["inputs"]["triggers"]
+
+        preview = engine.preview(stack, cwd=project)
+    assert preview.returncode != 0, preview.text()
+    # Refused at the cluster (and, as the preview goes on, at the first control plane of its
+    # delete-first cascade), not at the guard, which already holds the new value.
+    refused = engine_verdict(preview)["refused"]
+    assert "management-kind" in refused and guard not in refused, preview.text()
+    assert "management.nodeImage is 'kindest/node:v1.35.1' in the config" in preview.text()

@@ -238,8 +238,39 @@ class TestCreateOnlySettings:
                   for key in management_render.KIND_CLUSTER_SETTINGS}
         assert guards <= set(kind.options["replaceWith"])
         assert kind.options["ignoreChanges"] == ["triggers", "stdin"]
+        assert kind.options["replacementTrigger"] == {
+            key: before.named(f"management-create-only-{key}").inputs["triggers"][0]
+            for key in management_render.KIND_CLUSTER_SETTINGS}
         etcd_guard = before.named("management-create-only-kamajiEtcdReplicas")
         assert etcd_guard.urn not in kind.options["replaceWith"]
+
+    @pytest.mark.parametrize("setting", sorted(MANAGEMENT_CHANGES))
+    def test_a_guard_replaced_once_leaves_the_cluster_refusing_in_every_later_run(
+            self, two_workers, before, setting):
+        """Issue 38, item 5: after `pulumi state unprotect` of a guard and an `up` that replaced
+        it and was refused at the kind cluster, the state holds the guard with the new value and
+        the cluster as it was. The next run must refuse the cluster again (its own
+        replacement_trigger), not plan nothing while the outputs show a value it does not have
+        (real engine: tests/engine/test_upgrades.py)."""
+        config = changed(two_workers, lambda c: edit_setting(c, *MANAGEMENT_CHANGES[setting]))
+        after = run_program(config)
+        guard = f"management-create-only-{setting}"
+        state = copy.deepcopy(before)
+        replaced_guard = after.named(guard)
+        state.registrations = [replaced_guard if reg.name == guard else reg for reg in state.registrations]
+        steps = plan(state, after)
+        assert "management-kind" in refused(steps), steps
+        assert guard not in refused(steps)
+
+    def test_a_state_without_the_clusters_trigger_takes_it_without_a_replacement(self, two_workers, before):
+        """A cluster recorded before it had a replacement_trigger (0.1.0): a null old trigger is
+        no trigger (step_generator.go `shouldTriggerReplace`), so the run records it and changes
+        nothing; a changed setting in that same run is still refused at its guard."""
+        state = copy.deepcopy(before)
+        state.named("management-kind").options["replacementTrigger"] = None
+        assert plan(state, run_program(two_workers)) == []
+        new_image = changed(two_workers, lambda c: edit_setting(c, *MANAGEMENT_CHANGES["nodeImage"]))
+        assert "management-create-only-nodeImage" in refused(plan(state, run_program(new_image)))
 
     def test_the_guard_names_the_setting_its_value_and_the_way_out(self):
         setting = next(s for s in management_render.MANAGEMENT_CREATE_ONLY if s.key == "kamajiEtcdReplicas")
@@ -399,6 +430,17 @@ class TestThePlatformsOwnWordsInThePreview:
             "management-create-only-kamajiEtcdReplicas; do not remove `protect`, which would let it "
             "destroy what the setting guards). The way out: set the old value back, or rebuild the "
             "platform with the new one: make down, then make up (every tenant starts empty)."]
+
+    def test_a_kind_setting_is_said_refused_at_its_guard_and_at_the_cluster(self, two_workers, before,
+                                                                          monkeypatch):
+        """The kind cluster keeps the settings kind creates it with (its replacement trigger): the
+        message names both resources the engine refuses the change at."""
+        previous = {"createOnlySettings": before.exports["createOnlySettings"]}
+        new_image = changed(two_workers, lambda c: edit_setting(c, *MANAGEMENT_CHANGES["nodeImage"]))
+        errors = self.errors_of(new_image, previous, monkeypatch)
+        assert len(errors) == 1
+        assert ("(the engine refuses it at management-create-only-nodeImage and management-kind; "
+                in errors[0]), errors
 
     def test_the_stack_is_named_as_its_backend_names_it(self, monkeypatch):
         import pulumi

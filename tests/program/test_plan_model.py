@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.harness import Registration
-from tests.plan_model import UnmodeledOption, ops, plan, refused, stopped
+from tests.plan_model import UNKNOWN_WIRE, UnmodeledOption, ops, plan, refused, stopped
 
 pytestmark = pytest.mark.unit
 STACK = "urn:pulumi:dev::p"
@@ -28,11 +28,25 @@ def urn(name: str) -> str:
     return f"{STACK}::command:local:Command::{name}"
 
 
-@pytest.mark.parametrize("option", ["replacementTrigger", "importId", "hideDiffs"])
+@pytest.mark.parametrize("option", ["importId", "hideDiffs"])
 def test_an_option_the_model_does_not_emulate_fails_loudly(option):
     reg = command("a", "1", **{option: ["x"]})
     with pytest.raises(UnmodeledOption, match=option):
         plan(program(command("a", "1")), program(reg))
+
+
+def test_a_replacement_trigger_replaces_when_it_changes_and_never_from_or_to_null():
+    """step_generator.go `shouldTriggerReplace`: nulls mean no trigger; unknowns always replace;
+    and a protected resource's trigger-replacement is refused like any other."""
+    assert plan(program(command("a", "1")), program(command("a", "1", replacementTrigger={"k": "v"}))) == []
+    before = program(command("a", "1", protect=True, replacementTrigger={"k": "v"}))
+    assert plan(before, program(command("a", "1", protect=True, replacementTrigger={"k": "v"}))) == []
+    assert plan(before, program(command("a", "1", protect=True))) == []
+    other = program(command("a", "1", protect=True, replacementTrigger={"k": "w"}))
+    assert refused(plan(before, other)) == ["a"]
+    known = program(command("a", "1", replacementTrigger={"k": "v"}))
+    unknown = program(command("a", "1", replacementTrigger={"k": UNKNOWN_WIRE}))
+    assert "create-replacement" in ops(plan(known, unknown))["a"]
 
 
 def test_ignore_changes_keeps_the_old_value_so_a_new_trigger_neither_replaces_nor_updates():
