@@ -10,7 +10,9 @@ tenant does not fit), and each tenant's reference-pod count (`gpuCapacity.refere
   notebooks): the target is well under a second per tenant;
 - the issue-31 sizes, which took a minute or more before: one 1000-replica workload on a
   one-card tenant (does not fit: the smallest fix), a 99-worker x 12-card tenant, 115 small pods on
-  one 12-card worker (the kubelet's pod limit), and 4 x 2 cards with two alternating workloads of 12.
+  one 12-card worker (the kubelet's pod limit), and 4 x 2 cards with two alternating workloads of 12;
+- issue 38's: three small workloads on the 99-worker x 12-card tenant (32 s before), held to the
+  per-tenant target.
 
     python -m benchmarks.planner_scale [--json benchmarks/results/planner.json]
 """
@@ -32,6 +34,8 @@ STACK_FILES = (*sorted(ROOT.glob("Pulumi.*.yaml")), *sorted((ROOT / "examples").
 LARGE_TENANTS, LARGE_WORKERS, LARGE_CARDS = 40, 8, 8
 PER_TENANT_TARGET_S = 1.0
 ISSUE_CASE_TARGET_S = 10.0
+# Issue 38: several workloads on many identical workers (32 s before; the target is per tenant).
+SEVERAL_WORKLOADS_CASE = "3 workloads x 5, 99 workers x 12 cards"
 LARGE_WORKLOADS = [
     {"name": "training", "replicas": 8, "gpu": 2, "gpumem": 40000, "gpucores": 50},
     {"name": "inference", "replicas": 40, "gpumem": 20000, "gpucores": 30},
@@ -67,6 +71,9 @@ def issue_cases() -> dict[str, dict[str, Any]]:
         "115 small pods, 1 worker x 12 cards": _one_tenant(
             [{"name": "small", "replicas": 115, "gpumem": 1000, "gpucores": 0}],
             gpus={"model": "A100-80GB", "perWorker": 12}),
+        SEVERAL_WORKLOADS_CASE: _one_tenant(
+            [{"name": f"small-{i}", "replicas": 5, "gpumem": 10000 + 1000 * i, "gpucores": 10}
+             for i in range(3)], workers=99, gpus={"model": "A100-80GB", "perWorker": 12}),
         "2 x 12 alternating, 4 workers x 2 cards, spread/spread": _one_tenant(
             [{"name": "big", "replicas": 12, "gpumem": 16384, "gpucores": 0},
              {"name": "small", "replicas": 12, "gpumem": 8192, "gpucores": 10}], workers=4,
@@ -100,9 +107,10 @@ def run() -> dict[str, Any]:
     rows.append(plan_config(f"{LARGE_TENANTS} tenants x {LARGE_WORKERS} workers x {LARGE_CARDS} cards",
                             large_stack()))
     issue = [plan_config(name, config) for name, config in issue_cases().items()]
+    per_tenant = [*rows, *(r for r in issue if r["case"] == SEVERAL_WORKLOADS_CASE)]
     return {"python": platform.python_version(), "cpus": os.cpu_count(), "stacks": rows, "issue_cases": issue,
-            "targets": {"max_per_tenant_s": max(r["per_tenant_s"] for r in rows),
-                        "per_tenant_met": all(r["per_tenant_s"] < PER_TENANT_TARGET_S for r in rows),
+            "targets": {"max_per_tenant_s": max(r["per_tenant_s"] for r in per_tenant),
+                        "per_tenant_met": all(r["per_tenant_s"] < PER_TENANT_TARGET_S for r in per_tenant),
                         "max_issue_case_s": max(r["seconds"] for r in issue),
                         "issue_cases_met": all(r["seconds"] < ISSUE_CASE_TARGET_S for r in issue)}}
 

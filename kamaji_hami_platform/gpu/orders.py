@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 from kamaji_hami_platform.gpu.card_fit import (
     FULL_CARD_CORES,
@@ -139,12 +140,16 @@ def never_refused(nodes: Mapping[str, list[GpuDevice]], batches: list[Batch], in
     they could be split (more than any real layout achieves), and still fall short of the nodes
     that can take the pod now. HAMi's quota is `quotas_refuse`'s."""
     request = batches[index].request
-    takers = []
+    takers = 0
+    # Nodes alike in what a pod's share reads (their usable cards' capacity and use, their pod
+    # room) cost alike: one of each kind is enough for the cheapest (99 identical workers: one).
+    kinds: dict[tuple[Any, ...], tuple[list[GpuDevice], int | None]] = {}
     for name, devices in nodes.items():
         room = None if pod_room is None or name not in pod_room else pod_room[name] - floating
         usable = [d for d in devices if _usable(d, request, policy)]
         if len(usable) >= request.nums and (room is None or room > 0):
-            takers.append((usable, room))
+            takers += 1
+            kinds.setdefault((len(usable), frozenset(map(_share_inputs, usable)), room), (usable, room))
     if not takers:
         return False
     blocking = Fraction(0)
@@ -152,9 +157,14 @@ def never_refused(nodes: Mapping[str, list[GpuDevice]], batches: list[Batch], in
         pods = batch.count - 1 if other == index else batch.count
         if pods > 0:
             cost = min(_pods_to_block(usable, room, request, batch.request, policy)
-                       for usable, room in takers)
+                       for usable, room in kinds.values())
             blocking += pods / cost
-    return blocking < len(takers)
+    return blocking < takers
+
+
+def _share_inputs(device: GpuDevice) -> tuple[int, ...]:
+    """What `_card_share` reads of a card (its memory share reads `devmem` through memory_on)."""
+    return (device.count, device.used, device.devmem, device.usedmem, device.devcore, device.usedcores)
 
 
 def quotas_refuse(nodes: Mapping[str, list[GpuDevice]], batches: list[Batch],

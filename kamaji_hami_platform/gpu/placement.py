@@ -642,9 +642,37 @@ class Filler:
         self.planner, self.request = planner, request
         self.cores = min(request.coresreq, FULL_CARD_CORES) * request.nums
         self.memo: dict[tuple[State, QuotaLeft | None], tuple[int, int]] = {}
+        self.alone: dict[tuple[int, NodeState], int] = {}
 
     def more(self, state: State, quota: QuotaLeft | None = None) -> Span:
         """How many more pods `state` takes (HAMi's quota left: `quota`)."""
+        if quota is None:
+            return self._more_node_by_node(state)
+        return self._more_over_every_order(state, quota)
+
+    def _more_node_by_node(self, state: State) -> Span:
+        """Without a quota, nodes do not share anything a pod asks for: a node's answer reads only
+        its own usage and pod count (HAMi's Fit and the kubelet's limit), and its card choice is
+        one, so each node takes the same number of pods in every order HAMi may fill them in, and
+        the order only interleaves them. Every branch ends when no node takes one more: the
+        sum of what each node takes alone (one walk per distinct node state, not one per order)."""
+        total = sum(count * self._node_takes(index, node)
+                    for index, nodes in enumerate(state) for node, count in nodes)
+        return Span(total, total)
+
+    def _node_takes(self, index: int, node: NodeState) -> int:
+        """How many more pods of the request one node of class `index` takes from `node`."""
+        key = (index, node)
+        if key not in self.alone:
+            taken, current = 0, node
+            while (answer := self.planner.answer(index, current, self.request, None)).ok:
+                current = self.planner.charged(index, current, self.request, answer.positions)
+                taken += 1
+            self.alone[key] = taken
+        return self.alone[key]
+
+    def _more_over_every_order(self, state: State, quota: QuotaLeft | None) -> Span:
+        """Every order, state by state (a quota makes what one node takes depend on the others)."""
         start = (state, quota)
         stack, following = [start], {}
         while stack:

@@ -249,16 +249,27 @@ def _interchangeable(nodes: dict[str, list[GpuDevice]]) -> dict[str, list[str]]:
 def _cards_left(nodes: dict[str, list[GpuDevice]], final: list[dict[str, list[GpuDevice]]]) -> list[CardLeft]:
     """Per card, what is left over every branch, and over the nodes a branch could have swapped."""
     peers = _interchangeable(nodes)
+    # Interchangeable nodes see the same cards: their spans are computed once per class
+    # (99 identical workers x 12 cards: once per position, not 99 times each).
+    by_class: dict[tuple[int, int], tuple[Span, Span, Span]] = {}
     cards = []
     for node, devices in nodes.items():
         for position, device in enumerate(devices):
-            seen = [state[peer][position] for state in final for peer in peers[node]]
-            memory = [d.devmem - d.usedmem for d in seen]
-            cores = [d.devcore - d.usedcores for d in seen]
-            slots = [d.count - d.used for d in seen]
-            cards.append(CardLeft(node, device.id, Span(min(memory), max(memory)),
-                                  Span(min(cores), max(cores)), Span(min(slots), max(slots))))
+            key = (id(peers[node]), position)
+            if key not in by_class:
+                by_class[key] = _left_over(final, peers[node], position)
+            cards.append(CardLeft(node, device.id, *by_class[key]))
     return cards
+
+
+def _left_over(final: list[dict[str, list[GpuDevice]]], peers: list[str],
+               position: int) -> tuple[Span, Span, Span]:
+    """Memory, compute and task slots left on one card position over every end and peer node."""
+    seen = [state[peer][position] for state in final for peer in peers]
+    memory = [d.devmem - d.usedmem for d in seen]
+    cores = [d.devcore - d.usedcores for d in seen]
+    slots = [d.count - d.used for d in seen]
+    return Span(min(memory), max(memory)), Span(min(cores), max(cores)), Span(min(slots), max(slots))
 
 
 def _placed(planned: OrderPlan, batches: list[Batch], owner: list[int], created: list[int],

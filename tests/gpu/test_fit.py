@@ -503,3 +503,30 @@ def test_planner_matches_a_brute_force_over_every_tie():
     assert planned.placed == Span(min(counts), max(counts))
     assert any(len(n) > 1 for n in seen_nodes), "the scenario must contain ties"
     assert any(refused_somewhere), "the scenario must contain refusals"
+
+
+@settings(max_examples=150, deadline=None)
+@given(devices=st.lists(_cards, min_size=1, max_size=4, unique_by=lambda d: d.id),
+       nodes=st.integers(1, 3), request=_requests, policy=st.sampled_from(["binpack", "spread", "mutex"]),
+       node_policy=st.sampled_from(["binpack", "spread"]), room=st.sampled_from([None, 1, 3]),
+       preload=st.integers(0, 4))
+def test_headroom_node_by_node_is_the_walk_over_every_order(devices, nodes, request, policy, node_policy,
+                                                           room, preload):
+    """Without a quota, what a state takes is the sum of what each node takes alone (issue 38,
+    item 13: 99 x 12 cards walked order by order took seconds): the every-order walk must find
+    exactly that count, low and high, from a state some pods already left uneven."""
+    from dataclasses import replace as copy_card
+
+    from kamaji_hami_platform.gpu.placement import Filler, _Planner, moves_from
+
+    layout = {f"n{i}": [copy_card(d, id=f"{d.id}-n{i}") for d in devices] for i in range(nodes)}
+    pod_room = None if room is None else {name: room for name in layout}
+    planner = _Planner(layout, policy, node_policy, pod_room, 0, [request])
+    state = planner.starts()[0]
+    for _ in range(preload):  # some pods placed first, on the first of the best nodes
+        _, moves = moves_from(planner, state, request)
+        if not moves:
+            break
+        state = moves[0].successor
+    filler = Filler(planner, request)
+    assert filler._more_node_by_node(state) == filler._more_over_every_order(state, None)
