@@ -48,6 +48,12 @@ WORKLOAD_TYPES = {
 WORKER_TENANT_LABEL = re.compile(r"io\.kamaji-hami-platform/tenant=([a-z0-9-]+)")
 KIND_NODE_IMAGE = re.compile(r"kindest/node(?::([\w.-]+))?")
 UNPINNED_TAGS = ("", "latest")
+# One exact chart version; anything else (`^2.0`, `~2.10`, `2.x`, `>=2.10.0`) is a range Helm
+# resolves to whatever the repository serves that day.
+EXACT_CHART_VERSION = re.compile(r"v?\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?")
+# The namespaces HAMi's webhook may skip: the platform's own list
+# (kamaji_hami_platform/config/rules.py WEBHOOK_EXCLUDED_NAMESPACES; tests/policy holds them equal).
+WEBHOOK_SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 LOCAL_CHART_DIGEST = re.compile(r"-[0-9a-f]{12}/?$")
 
 
@@ -110,14 +116,36 @@ def tcp_exposure(resource: Resource) -> list[str]:
 
 
 def hami_webhook_fails_closed(resource: Resource) -> list[str]:
-    """HAMi's admission webhook has failurePolicy Fail."""
+    """HAMi's admission webhook has failurePolicy Fail and sees every GPU pod: not disabled, no
+    customURL, no namespace whitelisted beyond the system ones, no selector term that narrows it
+    (HAMi chart 2.10.0 values.yaml `scheduler.admissionWebhook`)."""
     if resource.type != HELM_RELEASE_TYPE or _get(resource.props, "chart") != "hami":
         return []
-    policy = _get(resource.props, "values", "scheduler", "admissionWebhook", "failurePolicy")
+    webhook = _get(resource.props, "values", "scheduler", "admissionWebhook")
+    if webhook is UNKNOWN:
+        return []
+    webhook = webhook if isinstance(webhook, Mapping) else {}
+    problems = []
+    policy = webhook.get("failurePolicy")
     if policy is not UNKNOWN and policy != "Fail":
-        return [f"{resource.name}: HAMi webhook failurePolicy is {policy!r}, not 'Fail' "
-                "(a broken webhook path would silently bypass HAMi)"]
-    return []
+        problems.append(f"{resource.name}: HAMi webhook failurePolicy is {policy!r}, not 'Fail' "
+                        "(a broken webhook path would silently bypass HAMi)")
+    if webhook.get("enabled", True) not in (True, UNKNOWN):
+        problems.append(f"{resource.name}: HAMi webhook is disabled (admissionWebhook.enabled)")
+    custom_url = webhook.get("customURL")
+    if isinstance(custom_url, Mapping) and custom_url.get("enabled", False) not in (False, UNKNOWN):
+        problems.append(f"{resource.name}: HAMi webhook points at a customURL")
+    listed = webhook.get("whitelistNamespaces") or []
+    if isinstance(listed, list):
+        extra = sorted(str(n) for n in listed if n not in WEBHOOK_SYSTEM_NAMESPACES and n is not UNKNOWN)
+        if extra:
+            problems.append(f"{resource.name}: HAMi webhook skips namespaces {', '.join(extra)} "
+                            "(whitelistNamespaces beyond the system ones)")
+    for selector in ("namespaceSelector", "objectSelector"):
+        for term in ("matchLabels", "matchExpressions"):
+            if _get(webhook, selector, term) not in (None, UNKNOWN, {}, []):
+                problems.append(f"{resource.name}: HAMi webhook {selector}.{term} narrows the pods it sees")
+    return problems
 
 
 def kubeconfig_outputs_secret(resource: Resource) -> list[str]:
@@ -179,6 +207,8 @@ def _release_pinned(resource: Resource) -> list[str]:
             problems.append(f"{resource.name}: local chart {chart!r} carries no content digest in its name")
     elif not version or version == "latest":
         problems.append(f"{resource.name}: chart version is not pinned")
+    elif not EXACT_CHART_VERSION.fullmatch(version):
+        problems.append(f"{resource.name}: chart version {version!r} is a range, not one version")
     # A chart versioned +latest (Kamaji's, whose appVersion is `latest`) pins no image: image.tag must.
     if version.endswith("+latest"):
         tag = _get(resource.props, "values", "image", "tag")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import pytest
@@ -47,3 +48,57 @@ def test_a_program_that_overrides_the_webhook_is_refused_before_anything_is_regi
     """))
     with pytest.raises(Exception, match="failurePolicy is 'Ignore', not 'Fail'"):
         run_program({}, main=main, project="guardrails", stack="lab")
+
+
+EXCLUDED = ("kube-system", "hami-system")
+WEBHOOK = {"failurePolicy": "Fail", "whitelistNamespaces": ["kube-system"]}
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"enabled": False}, "scheduler.admissionWebhook.enabled is False, not true"),
+    ({"customURL": {"enabled": True, "host": "10.0.0.9"}}, "customURL.enabled is True, not false"),
+    ({"whitelistNamespaces": ["kube-system", "team-a"]}, "whitelistNamespaces adds team-a"),
+    ({"namespaceSelector": {"matchLabels": {"gpu": "yes"}}}, "namespaceSelector.matchLabels narrows"),
+    ({"objectSelector": {"matchExpressions": [{"key": "x", "operator": "Exists"}]}},
+     "objectSelector.matchExpressions narrows"),
+])
+def test_every_chart_key_that_lets_gpu_pods_past_the_webhook_is_refused(change, said):
+    """HAMi chart 2.10.0 values.yaml `scheduler.admissionWebhook`: each of these keys lets a GPU pod
+    past HAMi with failurePolicy still Fail (issue 38, item 11)."""
+    values = {"scheduler": {"admissionWebhook": {**WEBHOOK, **change}}}
+    with pytest.raises(ValueError, match=re.escape(said)):
+        guardrails.hami_webhook_fails_closed(values, "x", EXCLUDED)
+
+
+def test_the_platforms_own_webhook_values_pass():
+    from kamaji_hami_platform.config import load_stack
+    from kamaji_hami_platform.gpu import render
+
+    values = render.hami_values(load_stack("dev").tenants[0])
+    guardrails.hami_webhook_fails_closed(values, "x", render.WEBHOOK_EXCLUDED_NAMESPACES)
+    explicit = {**WEBHOOK, "enabled": True, "customURL": {"enabled": False},
+                "namespaceSelector": {"matchLabels": None}}
+    guardrails.hami_webhook_fails_closed({"scheduler": {"admissionWebhook": explicit}}, "x", EXCLUDED)
+
+
+def test_helm_values_given_as_an_output_or_with_one_in_the_webhook_are_refused():
+    import pulumi
+
+    with pytest.raises(ValueError, match="helm_values is Output, not a dict"):
+        guardrails.plain_helm_values(pulumi.Output.from_input({}), "x")
+    given = pulumi.Output.from_input("Fail")
+    values = {"scheduler": {"admissionWebhook": {**WEBHOOK, "failurePolicy": given}}}
+    with pytest.raises(ValueError, match=r"scheduler\.admissionWebhook holds an Output"):
+        guardrails.hami_webhook_fails_closed(values, "x", EXCLUDED)
+    guardrails.plain_helm_values({"devicePlugin": {"x": pulumi.Output.from_input("y")}}, "x")
+
+
+@pytest.mark.parametrize("version", ["^2.0", "~2.10", "2.x", ">=2.10.0", "2.10", "*", "2.10.0 - 2.11.0"])
+def test_a_chart_version_range_is_not_pinned(version):
+    with pytest.raises(ValueError, match="is a range, not one version"):
+        guardrails.chart_pinned({"chart": "hami", "version": version, "repository": "https://m.example"}, "x")
+
+
+@pytest.mark.parametrize("version", ["2.10.0", "v2.10.0", "2.10.0-rc.1", "2.10.0+build.5"])
+def test_one_exact_chart_version_is_pinned(version):
+    guardrails.chart_pinned({"chart": "hami", "version": version, "repository": "https://m.example"}, "x")

@@ -81,8 +81,9 @@ class HamiNodePool(pulumi.ComponentResource):
         tenant = tenant_config(args["tenant"], where, gpu_models(args.get("gpu_models"), where))
         reference_pod = reference_request(pod_shape(args.get("reference_pod"), where))
         # The pack's guarantees the program can hold itself, before anything is registered.
+        guardrails.plain_helm_values(args.get("helm_values"), where)
         values = deep_merge(render.hami_values(tenant), args.get("helm_values"))
-        guardrails.hami_webhook_fails_closed(values, where)
+        guardrails.hami_webhook_fails_closed(values, where, render.WEBHOOK_EXCLUDED_NAMESPACES)
         guardrails.chart_pinned(args.get("chart"), f"{where}: chart")
         cluster_name = args["cluster_name"]
         workers = resource_inputs.resource_inputs_by_name(tenant.worker_names(), args["workers"],

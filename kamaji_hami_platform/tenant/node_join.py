@@ -245,7 +245,8 @@ def drain_script(worker: Worker) -> str:
         lookup=_container_lookup(worker.management.name), skip_drain_env=Text(SKIP_DRAIN_ENV),
         api_unreachable=API_UNREACHABLE, kubeconfig_env=Text(KUBECONFIG_ENV), kubeconfig=Text(kubeconfig),
         leave=_inner_delete_script(worker.name, kubeconfig), removed=REMOVED, redact=Shell(REDACT_SED),
-        drain_failed=DRAIN_FAILED, tenant=worker.tenant.name)
+        drain_failed=DRAIN_FAILED, tenant=worker.tenant.name,
+        timeout_env=Text(docker_calls.DOCKER_TIMEOUT_ENV))
 
 
 def delete_script(worker: Worker) -> str:
@@ -253,7 +254,8 @@ def delete_script(worker: Worker) -> str:
 
     A drain that fails stops here: the node (uncordoned again) and its container stay, so a
     rolling replacement or a scale-down never throws pods away behind a PodDisruptionBudget.
-    The node is uncordoned again after a failed drain.
+    The node is uncordoned again after a failed drain. So does a `docker exec` that timed out or
+    failed: whether the node drained is not known.
     `KHP_SKIP_DRAIN=1` skips the drain (`make down`: the whole platform goes). A tenant API
     that does not answer, or a node already gone, does not stop the container's removal.
     """
@@ -265,4 +267,5 @@ def delete_script(worker: Worker) -> str:
         api_unreachable=API_UNREACHABLE,
         kubeconfig_env=Text(KUBECONFIG_ENV), kubeconfig=Text(kubeconfig),
         leave=_inner_delete_script(worker.name, kubeconfig), removed=REMOVED, redact=Shell(REDACT_SED),
-        drain_failed=DRAIN_FAILED, tenant=worker.tenant.name)
+        drain_failed=DRAIN_FAILED, tenant=worker.tenant.name,
+        timeout_env=Text(docker_calls.DOCKER_TIMEOUT_ENV))

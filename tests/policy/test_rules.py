@@ -73,6 +73,25 @@ class TestHamiWebhook:
     def test_other_charts_are_not_concerned(self):
         assert rules.hami_webhook_fails_closed(Resource(rules.HELM_RELEASE_TYPE, "x", {"chart": "x"})) == []
 
+    @pytest.mark.parametrize(("change", "said"), [
+        ({"enabled": False}, "disabled"), ({"customURL": {"enabled": True}}, "customURL"),
+        ({"whitelistNamespaces": ["kube-system", "team-a"]}, "skips namespaces team-a"),
+        ({"namespaceSelector": {"matchLabels": {"gpu": "yes"}}}, "namespaceSelector.matchLabels narrows"),
+        ({"objectSelector": {"matchExpressions": [{"key": "x"}]}}, "objectSelector.matchExpressions narrows"),
+    ])
+    def test_a_webhook_that_lets_gpu_pods_past_violates_with_fail(self, change, said):
+        """HAMi chart 2.10.0 values.yaml: each key lets a GPU pod past HAMi with Fail kept (issue 38)."""
+        webhook = {"failurePolicy": "Fail", "whitelistNamespaces": ["kube-system"], **change}
+        release = Resource(rules.HELM_RELEASE_TYPE, "hami", {"chart": "hami", "values": {
+            "scheduler": {"admissionWebhook": webhook}}})
+        (problem,) = rules.hami_webhook_fails_closed(release)
+        assert said in problem
+
+    def test_the_skipped_namespaces_are_the_platforms(self):
+        from kamaji_hami_platform.config.rules import WEBHOOK_EXCLUDED_NAMESPACES
+
+        assert rules.WEBHOOK_SYSTEM_NAMESPACES == WEBHOOK_EXCLUDED_NAMESPACES
+
 
 class TestKubeconfigSecret:
     def command(self, secret, logging):
@@ -110,6 +129,13 @@ class TestImagesPinned:
 
     def test_worker_command_with_latest_node_image_violates(self):
         assert rules.images_pinned(Resource(rules.COMMAND_TYPE, "w", {"create": "docker run kindest/node"}))
+
+    @pytest.mark.parametrize(("version", "pinned"), [
+        ("2.10.0", True), ("v2.10.0-rc.1", True), ("^2.0", False), ("~2.10", False), ("2.x", False),
+        (">=2.10.0", False)])
+    def test_a_chart_version_range_is_not_pinned(self, version, pinned):
+        release = Resource(rules.HELM_RELEASE_TYPE, "hami", {"chart": "hami", "version": version})
+        assert (rules.images_pinned(release) == []) is pinned
 
     def test_a_local_chart_is_pinned_by_a_digest_in_its_name_only(self):
         def release(chart: str) -> Resource:

@@ -217,6 +217,22 @@ class TestDelete:
         assert not (joined / "nodes" / "tenant-a-worker-0.cordoned").exists(), "uncordoned again"
         assert (joined / "containers" / "tenant-a-worker-0").exists()
 
+    @pytest.mark.parametrize("status", [124, 137, 126])
+    @pytest.mark.parametrize("script", [node_join.delete_script, node_join.drain_script])
+    def test_a_drain_whose_docker_exec_timed_out_or_failed_keeps_the_node_and_its_container(
+            self, worker, joined, script, status):
+        """Issue 38, item 11: a `docker exec` the bounded docker function timed out (124) or killed
+        (137), or that failed (126), says nothing of the drain: it is not "API unreachable", and
+        the delete stops there, the node and its container kept."""
+        result = run(script(worker), joined, FAKE_EXEC_STATUS=str(status))
+        assert result.returncode == 1, result.stderr
+        assert f"the drain did not finish (docker exec status {status})" in result.stderr
+        assert "API unreachable" not in result.stderr
+        assert f"{node_join.SKIP_DRAIN_ENV}=1" in result.stderr
+        assert (joined / "nodes" / "tenant-a-worker-0").exists()
+        assert (joined / "containers" / "tenant-a-worker-0").exists()
+        assert not any(c.startswith("rm ") for c in calls(joined))
+
     def test_the_leave_has_nothing_to_do_for_a_container_gone_or_a_platform_going(self, worker, joined):
         result = run(node_join.drain_script(worker), joined, FAKE_DRAIN_FAIL="1",
                      **{node_join.SKIP_DRAIN_ENV: "1"})

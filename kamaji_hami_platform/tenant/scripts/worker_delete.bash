@@ -30,8 +30,14 @@ case "$status" in
     echo "Resolve what blocks the eviction (kubectl get pdb -A in the tenant) and run again, or" \
       "remove the worker without a drain: @skip_drain_env@=1 (its pods are deleted with it)." >&2
     exit 1 ;;
-  *) printf 'warning: could not remove node %s from tenant %s (API unreachable?): %s\n' \
+  @api_unreachable@) printf 'warning: could not remove node %s from tenant %s (API unreachable): %s\n' \
        "$name" @tenant@ "$output" | @redact@ >&2 ;;
+  *) # A docker exec that timed out or failed: whether the node drained is not known.
+    printf 'worker %s: the drain did not finish (docker exec status %s), so the node and its container are kept:\n%s\n' \
+      "$name" "$status" "$output" | @redact@ >&2
+    echo "Check the Docker daemon (@timeout_env@ sets its bound in seconds) and run again, or remove the" \
+      "worker without a drain: @skip_drain_env@=1 (its pods are deleted with it)." >&2
+    exit 1 ;;
 esac
 # -v: also the container's anonymous /var volume (images, kubelet data), as kind does. A
 # failure here fails the delete: the state keeps the container, which kind never removes.
