@@ -13,6 +13,8 @@ from typing import Any
 
 import pulumi
 
+from kamaji_hami_platform.refusal import Refusal
+
 FAIL = "Fail"
 WEBHOOK_PATH = ("scheduler", "admissionWebhook")
 WEBHOOK_POLICY_PATH = (*WEBHOOK_PATH, "failurePolicy")
@@ -30,9 +32,9 @@ def plain_helm_values(helm_values: Any, where: str) -> None:
     """`helm_values` is a dict the program can read before it registers anything: an Output could
     hide a webhook that lets GPU pods past HAMi until `up` (and a preview would not know it)."""
     if helm_values is not None and not isinstance(helm_values, Mapping):
-        raise ValueError(f"{where}: helm_values is {type(helm_values).__name__}, not a dict: give a dict "
-                         "(Outputs only at keys outside scheduler.admissionWebhook), so the platform can "
-                         f"check HAMi's webhook before anything is registered ({WEBHOOK_RULE})")
+        raise Refusal(f"{where}: helm_values is {type(helm_values).__name__}, not a dict: give a dict "
+                      "(Outputs only at keys outside scheduler.admissionWebhook), so the platform can "
+                      f"check HAMi's webhook before anything is registered ({WEBHOOK_RULE})")
 
 
 def hami_webhook_fails_closed(values: Any, where: str, excluded_namespaces: Iterable[str] = ()) -> None:
@@ -44,15 +46,15 @@ def hami_webhook_fails_closed(values: Any, where: str, excluded_namespaces: Iter
     selector terms that narrow the pods it sees."""
     webhook = _at(values, WEBHOOK_PATH)
     if _holds_output(webhook):
-        raise ValueError(f"{where}: helm_values {'.'.join(WEBHOOK_PATH)} holds an Output: give its keys as "
-                         "plain values, so the platform can check them before anything is registered "
-                         f"({WEBHOOK_RULE})")
+        raise Refusal(f"{where}: helm_values {'.'.join(WEBHOOK_PATH)} holds an Output: give its keys as "
+                      "plain values, so the platform can check them before anything is registered "
+                      f"({WEBHOOK_RULE})")
     webhook = webhook if isinstance(webhook, Mapping) else {}
     problems = list(_webhook_problems(webhook, set(excluded_namespaces)))
     if problems:
-        raise ValueError(f"{where}: helm_values " + "; ".join(problems) + ": HAMi's webhook must see every "
-                         "GPU pod and fail closed, or GPU pods get past HAMi's limits unnoticed "
-                         f"({WEBHOOK_RULE})")
+        raise Refusal(f"{where}: helm_values " + "; ".join(problems) + ": HAMi's webhook must see every "
+                      "GPU pod and fail closed, or GPU pods get past HAMi's limits unnoticed "
+                      f"({WEBHOOK_RULE})")
 
 
 def _webhook_problems(webhook: Mapping[str, Any], excluded: set[str]) -> Iterator[str]:
@@ -103,10 +105,10 @@ def chart_pinned(override: Mapping[str, Any] | None, where: str) -> None:
         return
     version = str(override.get("version") or "")
     if version in UNPINNED_VERSIONS:
-        raise ValueError(f"{where}: chart {override['chart']!r} has no pinned version ({version or 'none'}): "
-                         "give `version`, or whatever the repository serves that day is installed "
-                         "(policy images-pinned)")
+        raise Refusal(f"{where}: chart {override['chart']!r} has no pinned version ({version or 'none'}): "
+                      "give `version`, or whatever the repository serves that day is installed "
+                      "(policy images-pinned)")
     if not EXACT_VERSION.fullmatch(version):
-        raise ValueError(f"{where}: chart {override['chart']!r} version {version!r} is a range, not one "
-                         "version (x.y.z): Helm installs whatever newest release of it the repository "
-                         "serves that day (policy images-pinned)")
+        raise Refusal(f"{where}: chart {override['chart']!r} version {version!r} is a range, not one "
+                      "version (x.y.z): Helm installs whatever newest release of it the repository "
+                      "serves that day (policy images-pinned)")

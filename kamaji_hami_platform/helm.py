@@ -10,6 +10,7 @@ from typing import Any
 import pulumi_kubernetes as kubernetes
 
 from kamaji_hami_platform.config.settings import ChartSettings
+from kamaji_hami_platform.refusal import Refusal
 from kamaji_hami_platform.versions import HelmChart
 
 
@@ -30,7 +31,7 @@ def chart_args(pinned: HelmChart | None, override: ChartSettings | None) -> dict
     repository mirror, an `oci://` reference or a local folder, which take no repository)."""
     if override:
         if not override.get("chart"):
-            raise ValueError(f"a chart override needs `chart` (got {dict(override)})")
+            raise Refusal(f"a chart override needs `chart` (got {dict(override)})")
         args: dict[str, Any] = {"chart": override["chart"]}
         if override.get("version"):
             args["version"] = override["version"]

@@ -14,14 +14,16 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as kubernetes
 
+from kamaji_hami_platform.refusal import Refusal
+
 
 def check_provider_args(args: Any, cluster: str, where: str) -> None:
     """Exactly one usable way to reach `cluster`, checked before the component creates anything."""
     provider, kubeconfig = args.get(f"{cluster}_provider"), args.get(f"{cluster}_kubeconfig")
     if (provider is None) == (kubeconfig is None):
-        raise ValueError(f"{where}: give exactly one of {cluster}_provider and {cluster}_kubeconfig")
+        raise Refusal(f"{where}: give exactly one of {cluster}_provider and {cluster}_kubeconfig")
     if provider is not None and not isinstance(provider, pulumi.ProviderResource):
-        raise ValueError(
+        raise Refusal(
             f"{where}: {cluster}_provider arrived as {type(provider).__name__}, not a provider resource "
             f"(another language's program passes a component's output provider as an Output): pass "
             f"{cluster}_kubeconfig instead, e.g. the component's `kubeconfig` output")

@@ -20,6 +20,8 @@ import pulumi
 from pulumi.output import Unknown
 from pulumi.resource import DependencyResource
 
+from kamaji_hami_platform.refusal import Refusal
+
 COMMAND = "command:local:Command"
 """The type of pulumi-command's local Command: the management cluster, its network, the workers."""
 
@@ -79,7 +81,7 @@ def resource_inputs_by_name(names: Sequence[str], values: Any, type_token: str, 
                 for index, node in enumerate(names)}
     values = list(values)
     if len(values) != len(names):
-        raise ValueError(_count_mismatch(label, len(values), names))
+        raise Refusal(_count_mismatch(label, len(values), names))
     return {node: _resource_input(value, type_token, f"{label}[{index}] ({node})")
             for index, (node, value) in enumerate(zip(names, values, strict=True))}
 
@@ -114,17 +116,17 @@ def _urn_given(value: Any, type_token: str, label: str) -> str:
     if isinstance(value, str) and _is_urn(value):
         return _checked(value, type_token, label)
     if isinstance(value, str):
-        raise ValueError(_id_only(label, value, type_token))
+        raise Refusal(_id_only(label, value, type_token))
     if isinstance(value, Unknown):
-        raise ValueError(f"{label} arrived unknown and without dependencies: nothing names the "
-                         f"{type_token} to order after; pass the resource or its URN")
-    raise ValueError(f"{label} must be a {type_token} (the resource, or its URN); got "
-                     f"{type(value).__name__}")
+        raise Refusal(f"{label} arrived unknown and without dependencies: nothing names the "
+                      f"{type_token} to order after; pass the resource or its URN")
+    raise Refusal(f"{label} must be a {type_token} (the resource, or its URN); got "
+                  f"{type(value).__name__}")
 
 
 def _checked(urn: str, type_token: str, label: str) -> str:
     if _urn_type(urn) != type_token:
-        raise ValueError(f"{label} is {urn}, a {_urn_type(urn)}, not a {type_token}")
+        raise Refusal(f"{label} is {urn}, a {_urn_type(urn)}, not a {type_token}")
     return urn
 
 
@@ -144,7 +146,7 @@ async def _located(value: pulumi.Output[Any], type_token: str, label: str,
     hint = None
     if names is not None:
         if isinstance(item, list) and len(item) != len(names):
-            raise ValueError(_count_mismatch(label, len(item), names))
+            raise Refusal(_count_mismatch(label, len(item), names))
         item = item[index] if isinstance(item, list) else None  # None: the whole list is unknown
         hint = names[index]
         label = f"{label}[{index}] ({hint})"
@@ -162,10 +164,10 @@ async def _located(value: pulumi.Output[Any], type_token: str, label: str,
             return carried[0]
         if names is None and len(typed) == 1:
             return typed[0]
-        raise ValueError(_id_only(label, item, type_token))
+        raise Refusal(_id_only(label, item, type_token))
     if item is not None and not isinstance(item, Unknown):
-        raise ValueError(f"{label} must be a {type_token} (the resource, or its URN); got "
-                         f"{type(item).__name__}")
+        raise Refusal(f"{label} must be a {type_token} (the resource, or its URN); got "
+                      f"{type(item).__name__}")
     # Unknown (a preview): the only dependency of the type, or the one the hint (a node) names.
     if names is None and len(typed) == 1:
         return typed[0]
@@ -179,5 +181,5 @@ async def _located(value: pulumi.Output[Any], type_token: str, label: str,
         pulumi.log.warn(f"{label} is unknown in this preview and carries no {type_token} among its "
                         "dependencies: the preview shows no ordering after it, `up` resolves it")
         return None
-    raise ValueError(f"{label} arrived without a value and without the URN of a {type_token} among "
-                     "its dependencies: nothing names the resource to order after")
+    raise Refusal(f"{label} arrived without a value and without the URN of a {type_token} among "
+                  "its dependencies: nothing names the resource to order after")

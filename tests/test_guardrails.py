@@ -102,3 +102,20 @@ def test_a_chart_version_range_is_not_pinned(version):
 @pytest.mark.parametrize("version", ["2.10.0", "v2.10.0", "2.10.0-rc.1", "2.10.0+build.5"])
 def test_one_exact_chart_version_is_pinned(version):
     guardrails.chart_pinned({"chart": "hami", "version": version, "repository": "https://m.example"}, "x")
+
+
+def test_a_refusal_reads_as_its_message_alone_in_the_language_host():
+    """pulumi-language-python-exec logs a pulumi.RunError's message alone and any other exception
+    as "Program failed with an unhandled exception" with its stack trace (issue 38, item 12):
+    every refusal of the program and its components is one, and still a ValueError."""
+    import pulumi
+
+    from kamaji_hami_platform.config import ConfigError
+    from kamaji_hami_platform.refusal import Refusal
+
+    assert issubclass(Refusal, pulumi.RunError) and issubclass(Refusal, ValueError)
+    assert issubclass(ConfigError, Refusal)
+    with pytest.raises(Refusal):
+        guardrails.chart_pinned({"chart": "hami", "version": "^2.0"}, "x")
+    with pytest.raises(Refusal):
+        guardrails.hami_webhook_fails_closed({}, "x")

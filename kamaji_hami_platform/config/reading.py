@@ -13,10 +13,12 @@ from typing import Any
 
 from kamaji_hami_platform.config.fields import Field, Section
 from kamaji_hami_platform.config.rules import cidr_pattern
+from kamaji_hami_platform.refusal import Refusal
 
 
-class ConfigError(ValueError):
-    """The stack configuration is invalid; `problems` lists every finding."""
+class ConfigError(Refusal):
+    """The stack configuration is invalid; `problems` lists every finding (a Refusal: reported
+    without a traceback, kamaji_hami_platform/refusal.py)."""
 
     def __init__(self, problems: list[str], code_only: list[str] | None = None) -> None:
         self.problems = list(problems)

@@ -26,6 +26,7 @@ from kamaji_hami_platform.management import (
     render,
 )
 from kamaji_hami_platform.management import kindnet as management_kindnet
+from kamaji_hami_platform.refusal import Refusal
 
 TYPE_TOKEN = "kamaji-hami-platform:index:ManagementCluster"
 # Helm's own default (300 s) is too short for kamaji-etcd's three PVC-backed pods.
@@ -83,8 +84,8 @@ def _check_release_keys(args: ManagementClusterArgs, where: str) -> None:
     for key in ("helm_values", "charts"):
         unknown = sorted(set(args.get(key) or {}) - set(RELEASES))
         if unknown:
-            raise ValueError(f"{where}: {key}: unknown release(s) {', '.join(unknown)} "
-                             f"(releases: {', '.join(RELEASES)})")
+            raise Refusal(f"{where}: {key}: unknown release(s) {', '.join(unknown)} "
+                          f"(releases: {', '.join(RELEASES)})")
     for release, override in (args.get("charts") or {}).items():
         guardrails.chart_pinned(override, f"{where}: charts.{release}")
 
@@ -95,11 +96,11 @@ def _existing_kubeconfig(management: ManagementConfig, kubeconfig: pulumi.Input[
     so a missing file or context fails before anything is created); mode kind: none of either."""
     if management.is_kind:
         if kubeconfig is not None:
-            raise ValueError(f"{where}: kubeconfig is for management mode existing (kind's is its own)")
+            raise Refusal(f"{where}: kubeconfig is for management mode existing (kind's is its own)")
         return None
     if (kubeconfig is None) == (management.kubeconfig_context is None):
-        raise ValueError(f"{where}: mode existing needs exactly one of kubeconfig and "
-                         "management.kubeconfig_context")
+        raise Refusal(f"{where}: mode existing needs exactly one of kubeconfig and "
+                      "management.kubeconfig_context")
     if kubeconfig is not None:
         return kubeconfig
     try:

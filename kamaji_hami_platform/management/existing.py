@@ -17,6 +17,7 @@ import yaml
 from kamaji_hami_platform.config import ManagementConfig
 from kamaji_hami_platform.management.access import private_kubeconfig
 from kamaji_hami_platform.management.render import CERT_MANAGER_NAMESPACE, KAMAJI_NAMESPACE
+from kamaji_hami_platform.refusal import Refusal
 from kamaji_hami_platform.shell_templates import Shell, Text
 from kamaji_hami_platform.shell_templates import render as render_script
 
@@ -66,18 +67,18 @@ def kubeconfig_for_context(text: str, context: str, source: str, base: Path | No
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError:
-        raise ValueError(f"{source} is not YAML (a kubeconfig is)") from None
+        raise Refusal(f"{source} is not YAML (a kubeconfig is)") from None
     if not isinstance(document, dict):
-        raise ValueError(f"{source} is not a kubeconfig")
+        raise Refusal(f"{source} is not a kubeconfig")
     entry = _named(document.get("contexts"), context)
     if entry is None:
         names = ", ".join(str(c.get("name")) for c in document.get("contexts") or [] if isinstance(c, dict))
-        raise ValueError(f"{source} has no context {context!r} (it has: {names or 'none'})")
+        raise Refusal(f"{source} has no context {context!r} (it has: {names or 'none'})")
     details = entry.get("context") or {}
     cluster = _named(document.get("clusters"), details.get("cluster", ""))
     user = _named(document.get("users"), details.get("user", ""))
     if cluster is None or user is None:
-        raise ValueError(f"{source}: context {context!r} names a cluster or user the file does not hold")
+        raise Refusal(f"{source}: context {context!r} names a cluster or user the file does not hold")
     return yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": context,
         "contexts": [entry], "clusters": [_absolute_paths(cluster, "cluster", base)],
@@ -91,7 +92,7 @@ def read_context_kubeconfig(management: ManagementConfig, environ: Mapping[str, 
     try:
         text = path.read_text()
     except OSError as error:
-        raise ValueError(f"management.kubeconfigContext: cannot read {path} ({error.strerror})") from None
+        raise Refusal(f"management.kubeconfigContext: cannot read {path} ({error.strerror})") from None
     return kubeconfig_for_context(text, management.kubeconfig_context or "", str(path), path.parent)
 
 

@@ -32,6 +32,7 @@ from kamaji_hami_platform.create_only_guards import create_only_guards
 from kamaji_hami_platform.management import docker_host
 from kamaji_hami_platform.manifest_resources import create_objects, create_objects_with
 from kamaji_hami_platform.providers import check_provider_args, cluster_provider
+from kamaji_hami_platform.refusal import Refusal
 from kamaji_hami_platform.tenant import addons as tenant_addons
 from kamaji_hami_platform.tenant import (
     admin_access,
@@ -101,8 +102,8 @@ def control_plane_uid(secret_metadata: object, dry_run: bool, tenant: str = "") 
         # UID is missing, so the preview's replacements are not what `up` would do.
         pulumi.log.warn(uid_unknown_warning(tenant))
         return pulumi.output.UNKNOWN  # type: ignore[return-value]
-    raise ValueError("the admin kubeconfig Secret has no TenantControlPlane controller reference; "
-                     "check it with kubectl -n <tenant> get secret <tenant>-admin-kubeconfig -o yaml")
+    raise Refusal("the admin kubeconfig Secret has no TenantControlPlane controller reference; "
+                  "check it with kubectl -n <tenant> get secret <tenant>-admin-kubeconfig -o yaml")
 
 
 def _ssh_keys_for(tenant: TenantConfig, keys: object, where: str) -> dict[str, pulumi.Input[str]]:
@@ -116,18 +117,18 @@ def _ssh_keys_for(tenant: TenantConfig, keys: object, where: str) -> dict[str, p
         # key is picked when it is known (a missing one fails `up` then, naming it).
         def pick(given: dict, name: str) -> str:
             if name not in (given or {}):
-                raise ValueError(f"{where}: ssh_private_keys has no {name} (given: "
-                                 f"{', '.join(sorted(given or {})) or 'none'})")
+                raise Refusal(f"{where}: ssh_private_keys has no {name} (given: "
+                              f"{', '.join(sorted(given or {})) or 'none'})")
             return given[name]
 
         return {name: keys.apply(lambda given, n=name: pick(given, n)) for name in wanted}
     if not isinstance(keys, dict):
-        raise ValueError(f"{where}: ssh_private_keys must be a mapping of key names to private keys "
-                         f"(the hosts name {', '.join(wanted)})")
+        raise Refusal(f"{where}: ssh_private_keys must be a mapping of key names to private keys "
+                      f"(the hosts name {', '.join(wanted)})")
     missing = [key for key in wanted if key not in keys]
     if missing:
-        raise ValueError(f"{where}: ssh_private_keys has no {', '.join(missing)} (given: "
-                         f"{', '.join(sorted(keys)) or 'none'})")
+        raise Refusal(f"{where}: ssh_private_keys has no {', '.join(missing)} (given: "
+                      f"{', '.join(sorted(keys)) or 'none'})")
     return {key: keys[key] for key in wanted}
 
 
@@ -186,14 +187,14 @@ class KamajiTenant(pulumi.ComponentResource):
         management_settings = management_config(args.get("management"), where)
         check_provider_args(args, "management", where)
         if opts is not None and opts.deleted_with is not None:
-            raise ValueError(f"{where}: deleted_with in opts would reach every child, the workers too "
-                             "(whose delete must run): pass management_cluster instead")
+            raise Refusal(f"{where}: deleted_with in opts would reach every child, the workers too "
+                          "(whose delete must run): pass management_cluster instead")
         ssh_keys = _ssh_keys_for(tenant, args.get("ssh_private_keys"), where)
         if not management_settings.is_kind and tenant.workers and not tenant.on_hosts:
-            raise ValueError(f"{where}: container workers need a kind management cluster: give hosts")
+            raise Refusal(f"{where}: container workers need a kind management cluster: give hosts")
         if management_settings.is_kind and tenant.on_hosts:
-            raise ValueError(f"{where}: hosts need management mode existing (a kind cluster's tenant APIs "
-                             "are on this machine's Docker network)")
+            raise Refusal(f"{where}: hosts need management mode existing (a kind cluster's tenant APIs "
+                          "are on this machine's Docker network)")
         # Resources, or from another language stand-ins carrying their URNs (resource_inputs.py); only
         # container workers are attached to the network.
         cluster = resource_inputs.resource_input(args.get("management_cluster"), resource_inputs.COMMAND,
@@ -488,5 +489,5 @@ class KamajiTenant(pulumi.ComponentResource):
 
 def _refuse_skew(problem: str | None) -> str:
     if problem is not None:
-        raise ValueError(problem)
+        raise Refusal(problem)
     return "ok"

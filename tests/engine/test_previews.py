@@ -64,6 +64,9 @@ def assert_refused(preview: Preview, *fragments: str, policy: str | None = None)
     said = preview.text()
     for fragment in fragments:
         assert fragment in said, f"{fragment!r} not in:\n{said}"
+    # One clear error, not a stack trace (issue 38, item 12: the platform's refusals are
+    # pulumi.RunError, which the Python language host reports as the message alone).
+    assert "Traceback" not in said and "unhandled exception" not in said, said
 
 
 def unreachable_kubeconfig() -> str:
