@@ -87,7 +87,11 @@ gpu_pools = {
 
 # Each create-only setting's value, and the platform's own message for one changed since the last
 # deployment, next to the engine's refusal (kamaji_hami_platform/create_only_report.py).
-pulumi.export(create_only_report.OUTPUT, create_only_report.values_by_guard(platform))
+# Each guard's value as its state holds it, not the config's: a targeted `up` that left a guard out
+# must not record a value the platform never took.
+pulumi.export(create_only_report.OUTPUT, {**management.create_only_values,
+                                          **{guard: value for tenant in tenants.values()
+                                             for guard, value in tenant.create_only_values.items()}})
 create_only_report.report_changed_settings(platform)
 pulumi.export("managementKubeconfig", management.kubeconfig)
 pulumi.export("metallbPoolRange", management.pool_range)

@@ -42,6 +42,19 @@ def guard_script(setting: CreateOnlySetting, way_out: str) -> str:
                          value_env=Text(GUARD_VALUE_ENV), reason=Text(setting.reason), way_out=Text(way_out))
 
 
+def recorded_values(owner: str, settings: Sequence[CreateOnlySetting],
+                    guards: Sequence[local.Command]) -> dict[str, pulumi.Output[str]]:
+    """Each guard's value as its own state holds it (its trigger), by guard name: what the running
+    platform was created with, also after a targeted `up` that left the guard out (the config's
+    value would then claim a change that never ran)."""
+    return {guard_name(owner, setting.key): guard.triggers.apply(_first)
+            for setting, guard in zip(settings, guards, strict=True)}
+
+
+def _first(triggers: Sequence[str] | None) -> str:
+    return str(triggers[0]) if triggers else ""
+
+
 def create_only_guards(owner: str, settings: Sequence[CreateOnlySetting],
                        values: Mapping[str, pulumi.Input[str]], way_out: str,
                        parent: pulumi.Resource) -> list[local.Command]:

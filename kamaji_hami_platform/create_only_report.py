@@ -2,7 +2,8 @@
 
 The engine refuses such a change at the setting's guard (create_only_guards.py), with a message
 that names only the guard's URN and offers to remove `protect`, which would let the change destroy
-what the setting guards. The stack program exports each guard's value (`createOnlySettings`),
+what the setting guards. The stack program exports each guard's value as the guard's own state
+holds it (`createOnlySettings`; create_only_guards.py `recorded_values`),
 reads its own stack's previous outputs in the next preview (a StackReference to itself: the backend's
 last checkpoint, empty for a stack never deployed; pulumi pkg/backend/diy/state.go
 `getSnapshotStackOutputs`) and reports, as an error of the preview next to the engine's refusal,
@@ -67,11 +68,6 @@ def _management_refused_at(management: ManagementConfig, key: str) -> str:
     if management.is_kind and key in management_render.KIND_CLUSTER_SETTINGS:
         return f"{guard} and {MANAGEMENT_COMPONENT}-{management_render.KIND_CLUSTER_RESOURCE}"
     return guard
-
-
-def values_by_guard(platform: PlatformConfig) -> dict[str, str]:
-    """What the program exports: each guard's value (settings, never secrets)."""
-    return {setting.guard: setting.value for setting in guarded_settings(platform)}
 
 
 def changed_settings(recorded: Mapping[str, Any], platform: PlatformConfig) -> list[str]:

@@ -14,7 +14,7 @@ from pulumi_command import local
 from kamaji_hami_platform import config, guardrails, versions
 from kamaji_hami_platform.config import ManagementConfig
 from kamaji_hami_platform.config.settings import ChartSettings, ManagementSettings, management_config
-from kamaji_hami_platform.create_only_guards import create_only_guards
+from kamaji_hami_platform.create_only_guards import create_only_guards, recorded_values
 from kamaji_hami_platform.helm import chart_args, deep_merge
 from kamaji_hami_platform.management import (
     access,
@@ -148,6 +148,9 @@ class ManagementCluster(pulumi.ComponentResource):
         guarded = render.management_create_only(management)
         self.create_only = create_only_guards(name, guarded, render.management_create_only_values(management),
                                               render.MANAGEMENT_WAY_OUT, self)
+        # Each guard's value as its state holds it, by guard name (the stack program exports it;
+        # not a component output: kamaji_hami_platform/create_only_report.py).
+        self.create_only_values = recorded_values(name, guarded, self.create_only)
         self._guard_of = {setting.key: guard
                           for setting, guard in zip(guarded, self.create_only, strict=True)}
         if management.is_kind:

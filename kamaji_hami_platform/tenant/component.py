@@ -28,7 +28,7 @@ from kamaji_hami_platform.config.settings import (
     management_config,
     tenant_config,
 )
-from kamaji_hami_platform.create_only_guards import create_only_guards
+from kamaji_hami_platform.create_only_guards import create_only_guards, recorded_values
 from kamaji_hami_platform.management import docker_host
 from kamaji_hami_platform.manifest_resources import create_objects, create_objects_with
 from kamaji_hami_platform.providers import check_provider_args, cluster_provider
@@ -219,10 +219,12 @@ class KamajiTenant(pulumi.ComponentResource):
             name, network_policies(tenant, management_settings),
             pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=[namespace])))
         # Settings the tenant's running nodes keep from their join: refused in preview.
+        guarded = tcp_render.create_only_settings(tenant)
         self.create_only = create_only_guards(
-            name, tcp_render.create_only_settings(tenant),
-            tcp_render.create_only_values(tenant, management_settings),
+            name, guarded, tcp_render.create_only_values(tenant, management_settings),
             tcp_render.create_only_way_out(tenant), self)
+        # Each guard's value as its state holds it (exported by the stack program).
+        self.create_only_values = recorded_values(name, guarded, self.create_only)
         # kind: the tenant's own Docker network, the kind node on it, and its API address there.
         self.own_network: local.Command | None = None
         self.api_address_pool: list[pulumi.CustomResource] = []

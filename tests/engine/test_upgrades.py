@@ -322,3 +322,30 @@ def test_a_kind_setting_stays_refused_after_its_guard_was_replaced_once(engine, 
     refused = engine_verdict(preview)["refused"]
     assert "management-kind" in refused and guard not in refused, preview.text()
     assert "management.nodeImage is 'kindest/node:v1.35.1' in the config" in preview.text()
+
+
+def test_a_targeted_up_that_leaves_a_guard_out_keeps_its_recorded_value(engine, sim_bin, management_crds,
+                                                                        proxy, tmp_path):
+    """Issue 38, item 10: tenant-a's podCidr changed, then an `up --target` of the management
+    cluster's component and one of its guards (tenant-a's guard left out, so not refused). The
+    stack's `createOnlySettings` must keep what tenant-a's guard holds (the value it was created
+    with), so the next preview still says the change in the platform's words: built from the
+    config, it recorded the new value and the message hid itself."""
+    from tests.engine.test_targeted_up import management_targets
+
+    exports = recorded_today(tmp_path, dev_stack_config())
+    config = dev_stack_config()
+    created_with = config["tenants"][0]["podCidr"]
+    config["tenants"][0]["podCidr"] = "10.99.0.0/16"
+    guard = "tenant-a-create-only-podCidr"
+    with deployed(engine, sim_bin, management_crds, proxy, "today", "dev", tmp_path, exports,
+                  config) as (stack, project):
+        result = engine.up(stack, *management_targets(stack), cwd=project)
+        assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-3000:]
+        (root,) = [r for r in engine.export(stack, cwd=project)["deployment"]["resources"]
+                   if r["type"] == "pulumi:pulumi:Stack"]
+        assert root["outputs"]["createOnlySettings"][guard] == created_with, root["outputs"]
+        preview = engine.preview(stack, cwd=project)
+    assert preview.returncode != 0, preview.text()
+    assert (f"tenants[name=tenant-a].podCidr is '10.99.0.0/16' in the config, but the running platform "
+            f"was created with '{created_with}'") in preview.text(), preview.text()
