@@ -3,6 +3,10 @@
 `pulumi up` with today's program would do to a stack that earlier version deployed.
 
     tests/fixtures/upgrade-from/<commit>/<stack>.json   the stack's resources at that commit
+
+Each record is what the program registered under mocks at that commit (294ec8a is the code
+released as 0.1.0), not a state the engine wrote: no provider outputs, no IDs. The engine tier
+builds states from them (tests/engine/recorded_deployment.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Upgrades judged by the real engine: each recorded stack of an earlier version (0.1.0's shipped
-stacks, main at 4dc9ef2, and this release's, tests/fixtures/upgrade-from/) deployed as that
-version's `up` left it (its Kubernetes objects on the sim tier's API servers, its state imported
+"""Upgrades judged by the real engine: each recorded stack of an earlier version (main at 294ec8a,
+the code released as 0.1.0, at 4dc9ef2 and at a48b3f2: tests/fixtures/upgrade-from/, mock
+registrations of each, not engine-written states) deployed as that version's `up` would leave it (its Kubernetes objects on the sim tier's API servers, its state imported
 with `pulumi stack import`: tests/engine/recorded_deployment.py), then previewed with today's
 program and the edits its upgrade notes ask for (docs/operations/upgrades.md): nothing protected or
 holding data is replaced or deleted, nothing is refused.
@@ -234,7 +234,7 @@ def test_a_changed_create_only_setting_is_refused_naming_both_values(engine, sim
 
 def test_an_unprotected_state_whose_cluster_changed_loses_its_control_planes_in_model_and_engine(
         engine, sim_bin, management_crds, proxy, monkeypatch):
-    """The review's case, where the check must find a loss: a 0.1.0 dev state whose resources are
+    """The review's case, where the check must find a loss: a 0.1.0 (294ec8a) dev state whose resources are
     not protected and whose management provider named another cluster. The engine replaces the
     control planes (a new provider replaces what it serves), and the plan model says the same."""
     other_cluster = "a-cluster-an-earlier-main-named"
@@ -246,13 +246,13 @@ def test_an_unprotected_state_whose_cluster_changed_loses_its_control_planes_in_
                 resource["inputs"]["clusterIdentifier"] = other_cluster
                 resource["outputs"]["clusterIdentifier"] = other_cluster
 
-    with deployed(engine, sim_bin, management_crds, proxy, "0.1.0", "dev",
+    with deployed(engine, sim_bin, management_crds, proxy, "294ec8a", "dev",
                   edit=unprotect_and_move) as (stack, project):
         preview = engine.preview(stack, cwd=project)
     assert preview.returncode == 0, preview.text()
     assert {"replace tenant-a-control-plane", "replace tenant-b-control-plane"} <= set(lost(preview))
 
-    before = recorded_state("0.1.0", "dev")
+    before = recorded_state("294ec8a", "dev")
     for reg in before.registrations:
         reg.options = {**reg.options, "protect": False}
         if reg.name == "management-k8s":

@@ -2,10 +2,16 @@
 version left it (tests/recorded_state.py, tests/fixtures/upgrade-from/<version or commit>/), for
 every shipped stack: dev, ci, the production example and the two-tenants example.
 
-- `0.1.0`: the release (its stacks recorded from its code: the resources the restructure kept);
+- `294ec8a`: main at 294ec8a, the code released as 0.1.0 (the resources the restructure kept);
 - `4dc9ef2`: main before tenants had networks of their own (issue 29), dev and production;
-- `a48b3f2`: this release (the engine tier's), every shipped stack: what the next release plans
-  from.
+- `a48b3f2`: main before issue 38, every shipped stack: what the next release plans from.
+
+Each folder holds mock registrations, not states the engine wrote: what the program registered
+under mocks (tests/stack_resources.py `record`: types, names, inputs, options, dependencies), with
+no provider outputs or IDs. The unit tier plans over them with the plan model; the engine tier
+turns them into states (tests/engine/recorded_deployment.py: objects applied to sim API servers,
+outputs read back, IDs as the providers write them). States written by real runs come from the
+live tier (issue 42).
 
 Each is planned with the edits its upgrade notes ask for (CHANGELOG.md, docs/operations/
 upgrades.md): tenants created then keep `workerNetwork: shared`. Nothing that holds data or a
@@ -34,7 +40,7 @@ TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
 COMMAND = "command:local:Command"
 # Recorded before each kind tenant got a Docker network of its own (issue 29): its notes keep the
 # tenants they created on the shared network.
-BEFORE_OWN_NETWORKS = ("0.1.0", "4dc9ef2")
+BEFORE_OWN_NETWORKS = ("294ec8a", "4dc9ef2")
 REPLACE_OR_DELETE = ("delete", "delete-replaced", "create-replacement", "replace", "discard")
 
 
@@ -85,7 +91,7 @@ def as_the_notes_say(version: str, config: dict) -> dict:
 
 
 def today(stack: str, monkeypatch: pytest.MonkeyPatch, mocks: PlatformMocks | None = None,
-          version: str = "0.1.0") -> Program:
+          version: str = "294ec8a") -> Program:
     """Today's program over a stack recorded at `version`, as a preview runs it (under `mocks`)."""
     if stack == "dev":
         return run_program(as_the_notes_say(version, dev_stack_config()), preview=True, mocks=mocks)
@@ -119,13 +125,13 @@ def test_an_upgrade_loses_nothing_and_refuses_nothing(version, stack, monkeypatc
 
 
 def test_every_shipped_stack_of_the_release_is_recorded():
-    assert {stack for version, stack in CASES if version == "0.1.0"} == {"dev", "ci", "production",
+    assert {stack for version, stack in CASES if version == "294ec8a"} == {"dev", "ci", "production",
                                                                          "two-tenants"}
 
 
 @pytest.mark.parametrize("stack", ["dev", "ci", "two-tenants"])
 def test_from_0_1_0_a_kind_stack_gets_node_admission_and_updates_only(stack, monkeypatch):
-    steps = previewed("0.1.0", stack, monkeypatch)
+    steps = previewed("294ec8a", stack, monkeypatch)
     # `read`: the stack program's StackReference to its own last outputs, in every preview.
     assert {step.op for step in steps} - {"read"} == {"create", "update"}
     assert {step.name.split("-", 2)[-1] for step in steps if step.op == "create"} >= {
@@ -136,7 +142,7 @@ def test_from_0_1_0_worker_hosts_rejoin_from_this_host_as_the_notes_say(monkeypa
     """Each host's join becomes a local command (the old remote one deleted: it has no delete, so
     nothing runs on the host), its Ready wait and GPU registration are replaced once, its leave is
     updated in place: no host is reset (docs/operations/upgrades.md)."""
-    steps = previewed("0.1.0", "production", monkeypatch)
+    steps = previewed("294ec8a", "production", monkeypatch)
     replaced = {s.name for s in steps if s.op == "create-replacement"}
     hosts = ("ml-prod-gpu-node-1", "ml-prod-gpu-node-2", "ml-prod-gpu-node-3", "sandbox-cpu-node-1")
     assert replaced == {*hosts, *(host.replace("-", "-gpus-", 1) if host.startswith("sandbox")
@@ -160,7 +166,7 @@ def test_the_check_catches_an_upgrade_that_would_replace_what_holds_data():
     """The review's case: a state whose kind cluster and control planes were not protected (and
     whose management provider named another cluster) planned their delete-first replacement
     without a refusal. The check above would fail on it."""
-    before = recorded_state("0.1.0", "dev")
+    before = recorded_state("294ec8a", "dev")
     for reg in before.registrations:
         reg.options = {**reg.options, "protect": False}
         if reg.name == "management-k8s":
@@ -174,7 +180,7 @@ def test_the_check_catches_an_upgrade_that_would_replace_what_holds_data():
 def test_a_change_of_what_a_later_release_hands_kind_replaces_no_running_cluster(monkeypatch):
     """The kind cluster's trigger list and kind config are ignored after its create: a release may
     change them (tests/program/test_day2.py has the monkeypatched render)."""
-    before = recorded_state("0.1.0", "dev")
+    before = recorded_state("294ec8a", "dev")
     kind = next(reg for reg in before.registrations if reg.name == "management-kind")
     kind.inputs = {**kind.inputs, "triggers": ["what", "an", "older", "release", "listed"]}
     steps = plan(before, run_program(kept_on_the_shared_network(dev_stack_config())))
