@@ -1,7 +1,8 @@
 """Upgrades judged by the real engine: each recorded stack of an earlier version (main at 294ec8a,
 the code released as 0.1.0, at 4dc9ef2 and at a48b3f2: tests/fixtures/upgrade-from/, mock
-registrations of each, not engine-written states) deployed as that version's `up` would leave it (its Kubernetes objects on the sim tier's API servers, its state imported
-with `pulumi stack import`: tests/engine/recorded_deployment.py), then previewed with today's
+registrations of each, not engine-written states) deployed as that version's `up` would leave it
+(its Kubernetes objects on the sim tier's API servers, its state imported with `pulumi stack
+import`: tests/engine/recorded_deployment.py), then previewed with today's
 program and the edits its upgrade notes ask for (docs/operations/upgrades.md): nothing protected or
 holding data is replaced or deleted, nothing is refused.
 
