@@ -105,6 +105,8 @@ case "$1" in
     echo "This node has joined the cluster" ;;
   reset)
     if [ -f "$S/reset-fails" ]; then echo "failed to stop the kubelet" >&2; exit 1; fi
+    # kubeadm v1.35 phases/reset/cleanupnode.go: stops the kubelet service, never disables it.
+    echo "[reset] Stopping the kubelet service"; rm -f "$S/active-kubelet"
     rm -rf /etc/kubernetes/kubelet.conf /etc/kubernetes/bootstrap-kubelet.conf /etc/kubernetes/pki
     echo "[reset] Deleted contents of /etc/kubernetes" ;;
 esac
@@ -124,6 +126,7 @@ case "$1" in
   is-active) [ -f "$S/active-$unit" ] ;;
   is-enabled) [ -f "$S/enabled-$unit" ] ;;
   enable) touch "$S/enabled-$unit" ;;
+  disable) rm -f "$S/enabled-$unit" ;;
   cat) [ -f "$S/unit-$unit" ] && echo "# /lib/systemd/system/$unit.service" ;;
 esac
 """,

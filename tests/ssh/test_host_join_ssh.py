@@ -580,6 +580,18 @@ class TestLeave:
         assert not (box.host / "cni-net.d" / "10-kindnet.conflist").exists()
         assert box.marker() is None
 
+    def test_the_kubelet_the_reset_stopped_is_disabled_too(self, box):
+        """kubeadm reset stops the kubelet but leaves it enabled (cleanupnode.go): at the next boot
+        it would start without a config, again and again (issue 38, item 4)."""
+        self.joined(box)
+        box.write_state("enabled-kubelet", "")
+        box.write_state("active-kubelet", "")
+        result = leave(box, worker(box))
+        assert result.returncode == 0, result.output
+        assert "systemctl disable kubelet" in box.argv_log()
+        assert not (box.state / "enabled-kubelet").exists() and not (box.state / "active-kubelet").exists()
+        assert "kubelet.service disabled" in result.stdout
+
     def test_a_host_0_1_0_joined_is_reset_by_its_ca(self, box):
         box.joined(host_join.legacy_marker(tenant_config()) + "\n")
         result = leave(box, worker(box))

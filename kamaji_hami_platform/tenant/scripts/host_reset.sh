@@ -39,5 +39,11 @@ else
   echo "kubeadm is not on the host's PATH: nothing to reset"
 fi
 rm -f @kindnet_cni_config@ @join_marker@ || exit @reset_failed@
-echo "host reset (kubeadm reset -f; @kindnet_cni_config_text@ removed)"
+# kubeadm reset stops the kubelet and leaves it enabled: without its config it would restart in a
+# loop at every boot. Disabled too, as it was before a join enabled it.
+disabled=""
+if command -v systemctl >/dev/null 2>&1 && systemctl is-enabled --quiet kubelet 2>/dev/null; then
+  systemctl disable kubelet >/dev/null 2>&1 && disabled="; kubelet.service disabled"
+fi
+echo "host reset (kubeadm reset -f; @kindnet_cni_config_text@ removed$disabled)"
 exit @reset@
