@@ -17,7 +17,6 @@ from kamaji_hami_platform.refusal import Refusal
 
 FAIL = "Fail"
 WEBHOOK_PATH = ("scheduler", "admissionWebhook")
-WEBHOOK_POLICY_PATH = (*WEBHOOK_PATH, "failurePolicy")
 SELECTORS = ("namespaceSelector", "objectSelector")
 SELECTOR_TERMS = ("matchLabels", "matchExpressions")
 LOCAL_CHART_PREFIXES = (".", "/")
