@@ -299,6 +299,22 @@ class TestDockerHostAndState:
         assert "start tenant-a-worker-0" in calls(tmp_path)
         assert sum(c.startswith("run ") for c in calls(tmp_path)) == 1
 
+    def test_an_update_reruns_create_and_a_joined_running_worker_is_left_as_it_is(self, worker, tmp_path):
+        """pulumi-command has no update script: an update (a release that changes a worker's
+        delete, as issue 38's does) runs the create again. On a running worker joined to the
+        same control plane it must change nothing: no second container, no drain, no removal,
+        no new join (issue 38, item 7)."""
+        assert run(node_join.create_script(worker), tmp_path).returncode == 0
+        before = len(calls(tmp_path))
+        result = run(node_join.create_script(worker), tmp_path)
+        assert result.returncode == 0, result.stderr
+        again = calls(tmp_path)[before:]
+        assert "already joined" in result.stdout
+        assert not [c for c in again if c.startswith(("run ", "rm ", "start ", "stop "))], again
+        assert not [c for c in again if "kubeadm join" in c or "kubeadm reset" in c or " drain " in c], again
+        assert (tmp_path / "containers" / "tenant-a-worker-0").exists()
+        assert (tmp_path / "joined" / "tenant-a-worker-0").exists()
+
     def test_a_joined_worker_that_does_not_start_is_kept_with_its_volume(self, worker, tmp_path):
         """Its /var volume holds the node's data: never removed on a start failure (issue 30.4);
         the message says how to recover."""
