@@ -64,7 +64,8 @@ class HamiNodePool(pulumi.ComponentResource):
 
     Pass `opts=ResourceOptions(depends_on=[tenant], deleted_with=tenant.control_plane)`: HAMi waits
     for the tenant's nodes, CNI and kube-proxy, and what it creates inside the tenant goes with the
-    tenant's control plane (`deleted_with` is applied to those children)."""
+    tenant's control plane (`deleted_with` is applied to those children), each node's GPU
+    registration with its worker."""
 
     cards: dict[str, list[str]]
     """Per GPU node, the ids of the cards registered on it."""
@@ -148,10 +149,15 @@ class HamiNodePool(pulumi.ComponentResource):
         # replaced with it, so the new Node gets its GPUs too.
         # Named after the pool since 0.1.0; the alias keeps older stacks' `<node>-gpus`.
         # From another language, the worker is a stand-in carrying its URN (resource_inputs.py).
+        # Deleted with the worker: a removed worker's registration is deleted before the worker
+        # (dependents first), which would take the GPUs off a node whose drain has not run yet, and
+        # keep them off when that drain fails. Skipped instead (pulumi step.go `isDeletedWith`),
+        # the registration goes with the Node the worker's delete removes after its drain. A pool
+        # removed without its workers still deletes it.
         return kubernetes.core.v1.NodePatch(
             f"{name}-{node}",
             metadata=render.gpu_node_metadata(node, devices, mock),
             opts=pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(
                 depends_on=[worker.resource, *worker.ordering], replace_with=[worker.resource],
-                aliases=[pulumi.Alias(name=f"{node}-gpus")])),
+                deleted_with=worker.resource, aliases=[pulumi.Alias(name=f"{node}-gpus")])),
         )

@@ -345,6 +345,25 @@ class TestDriftAndTeardown:
         assert "tenant-b-gpus-hami" not in deleted, "it goes with tenant-b's control plane"
         assert {s.op for s in steps} == {"delete", "discard"}, "nothing of tenant-a changes"
 
+    def test_a_removed_workers_gpu_registration_stays_until_its_drain_has_run(self, two_workers, before):
+        """Issue 38, item 9: a scale-down deletes dependents first, the GPU registration before the
+        worker whose delete drains. Its delete goes with the worker (no provider call): the
+        annotations stay on the Node until the worker's delete removes it after the drain, and
+        stay there when the drain fails."""
+        steps = plan(before, run_program(changed(two_workers, lambda c: c["tenants"][0].update(workers=1))))
+        registration = next(s for s in steps if s.name == "tenant-a-gpus-tenant-a-worker-1")
+        assert registration.op == "delete" and registration.why.startswith("skipped"), steps
+        assert {"tenant-a-worker-1", "tenant-a-worker-1-leave"} <= {s.name for s in provider_deletes(steps)}
+
+    def test_a_pool_removed_without_its_workers_takes_its_registrations_off(self, two_workers, before):
+        def no_gpus(config: dict) -> None:
+            for key in ("gpus", "gpuWorkloads", "gpuQuotas"):
+                config["tenants"][0].pop(key, None)
+
+        steps = plan(before, run_program(changed(two_workers, no_gpus)))
+        deleted = {s.name for s in provider_deletes(steps)}
+        assert {"tenant-a-gpus-tenant-a-worker-0", "tenant-a-gpus-tenant-a-worker-1"} <= deleted, steps
+
     def test_a_changed_container_spec_rolls_the_workers(self, two_workers, before, monkeypatch):
         original = node_join.docker_run_args
         monkeypatch.setattr(node_join, "docker_run_args",
