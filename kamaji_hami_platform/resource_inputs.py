@@ -23,6 +23,10 @@ from pulumi.resource import DependencyResource
 from kamaji_hami_platform.refusal import Refusal
 
 COMMAND = "command:local:Command"
+WORKER_JOIN_ID_ENV = "KHP_JOIN_ID"
+"""A host worker's Ready wait holds the id of the host's current join in this environment
+variable; a HamiNodePool annotates the host's GPU registration with it, so a new join (a new Node)
+applies the registration again."""
 """The type of pulumi-command's local Command: the management cluster, its network, the workers."""
 
 # pulumi-command's IDs for a local Command: the resource's name and 8 hex digits (pulumi-command

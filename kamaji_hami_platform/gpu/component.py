@@ -101,7 +101,8 @@ class HamiNodePool(pulumi.ComponentResource):
         mock = tenant.gpus is not None and tenant.gpus.mock
 
         registrations = [
-            self._register_node(name, node, node_devices, mock, workers[node], on_tenant)
+            self._register_node(name, node, node_devices, mock, workers[node], on_tenant,
+                                _join_of(workers[node]) if tenant.on_hosts else None)
             for node, node_devices in devices.items()
         ]
         agent = []
@@ -141,8 +142,8 @@ class HamiNodePool(pulumi.ComponentResource):
 
     @staticmethod
     def _register_node(name: str, node: str, devices: list[GpuDevice], mock: bool,
-                       worker: resource_inputs.ResourceInput,
-                       on_tenant: pulumi.ResourceOptions) -> kubernetes.core.v1.NodePatch:
+                       worker: resource_inputs.ResourceInput, on_tenant: pulumi.ResourceOptions,
+                       joined: pulumi.Output[str] | None) -> kubernetes.core.v1.NodePatch:
         # A Patch owns only the fields it sets: destroy removes exactly the
         # label and annotation, never the node. A replaced worker is a new Node
         # (the old one is deleted with its container): the registration is
@@ -156,8 +157,19 @@ class HamiNodePool(pulumi.ComponentResource):
         # removed without its workers still deletes it.
         return kubernetes.core.v1.NodePatch(
             f"{name}-{node}",
-            metadata=render.gpu_node_metadata(node, devices, mock),
+            metadata=render.gpu_node_metadata(node, devices, mock, joined),
             opts=pulumi.ResourceOptions.merge(on_tenant, pulumi.ResourceOptions(
                 depends_on=[worker.resource, *worker.ordering], replace_with=[worker.resource],
                 deleted_with=worker.resource, aliases=[pulumi.Alias(name=f"{node}-gpus")])),
         )
+
+
+def _join_of(worker: resource_inputs.ResourceInput) -> pulumi.Output[str] | None:
+    """A host's current join id, from its Ready wait's environment (tenant/component.py); None for
+    a worker given as a stand-in (another language): its registration then follows only the
+    wait's replacement."""
+    environment = getattr(worker.resource, "environment", None)
+    if not isinstance(environment, pulumi.Output):
+        return None
+    return pulumi.Output.unsecret(environment.apply(
+        lambda env: (env or {}).get(resource_inputs.WORKER_JOIN_ID_ENV) or ""))

@@ -29,6 +29,9 @@ NODE_STATUS_RESOURCE = "nodes/status"
 QUOTA_NAME = "hami-gpu-quota"
 QUOTA_NAMESPACE_LABEL = "io.kamaji-hami-platform/gpu-quota"
 PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
+# On a host's node: the join the registration was applied after (a host joined again is a new
+# Node: a new id updates the registration, which applies it again).
+JOIN_ANNOTATION = "io.kamaji-hami-platform/join"
 # Namespaces every cluster has; quotas in them do not create the namespace.
 BUILTIN_NAMESPACES = ("default", "kube-public", "kube-system", "kube-node-lease")
 # Namespaces HAMi's fail-closed webhook never sees (the chart renders them as a
@@ -88,7 +91,7 @@ def hami_values(tenant: TenantConfig) -> dict[str, Any]:
     }
 
 
-def gpu_node_metadata(node: str, devices: list[GpuDevice], mock: bool) -> dict[str, Any]:
+def gpu_node_metadata(node: str, devices: list[GpuDevice], mock: bool, joined: Any = None) -> dict[str, Any]:
     """What the platform adds to a GPU node: the label, and in mock mode the device list.
 
     `pulumi.com/patchForce` takes these fields back from whoever edited them by hand
@@ -100,6 +103,8 @@ def gpu_node_metadata(node: str, devices: list[GpuDevice], mock: bool) -> dict[s
     annotations = {PATCH_FORCE_ANNOTATION: "true"}
     if mock:
         annotations[NODE_REGISTER_ANNOTATION] = node_register_annotation(devices)
+    if joined is not None:
+        annotations[JOIN_ANNOTATION] = joined
     return {"name": node, "labels": {GPU_NODE_LABEL[0]: GPU_NODE_LABEL[1]}, "annotations": annotations}
 
 

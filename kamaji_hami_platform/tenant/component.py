@@ -472,16 +472,24 @@ class KamajiTenant(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self, delete_before_replace=True, depends_on=[leave],
                 additional_secret_outputs=["stdout", "stderr"]))
-        # The join's id too: a host joined again (its Node lost, or renamed) is a new Node, which
-        # the Ready wait, and with it the GPU registration (replace_with), must see again.
+        # The join's id: a host joined again (its Node lost) is a new Node, which the Ready wait,
+        # and through it the GPU registration, must see again. An update, not a replacement: a
+        # preview of an updated join (a release with a new join script) knows none of its output
+        # (pulumi-go-provider infer/resource.go), and as a trigger the id showed every Ready wait
+        # and GPU registration replaced, which `up` then did not do (issue 38).
         joined = pulumi.Output.unsecret(join.stdout.apply(host_join.join_id))
         ready = local.Command(
             f"{name}-{host.name}",
             create=host_join.ready_script(self.tenant, host),
             interpreter=["/bin/bash", "-c"],
-            environment={node_join.KUBECONFIG_ENV: self.kubeconfig},
+            environment={node_join.KUBECONFIG_ENV: self.kubeconfig, host_join.JOIN_ID_ENV: joined},
+            # Recorded as before and ignored once created (an earlier release's state holds the
+            # join id there): the wait is replaced, and with it the GPU registration
+            # (replace_with), when the host or its control plane changes (replacement_trigger; a
+            # state without one takes it in its next run, never as a replacement).
             triggers=[*triggers, joined],
-            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True, depends_on=[join]))
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True, depends_on=[join],
+                                        ignore_changes=["triggers"], replacement_trigger=triggers))
         # A tenant version the host's kubelet cannot serve is refused in preview (the kubelet's
         # version as the last `up` reported it).
         self.kubelet_skew_checks.append(ready.stdout.apply(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kamaji_hami_platform import resource_inputs
 from kamaji_hami_platform.config import HostConfig, TenantConfig
 from kamaji_hami_platform.shell_templates import Shell, Text
 from kamaji_hami_platform.shell_templates import render as render_script
@@ -27,6 +28,9 @@ KUBECONFIG_ENV = node_join.KUBECONFIG_ENV
 _PACKAGE = "kamaji_hami_platform.tenant"
 # The tenant CA's pin for `kubeadm join` (tenant/ca_pin.py), in the join's and leave's environment.
 CA_HASH_ENV = "KHP_CA_HASH"
+# The id of the host's current join, in its Ready wait's environment: a new join (the host joined
+# again: a new Node) updates the wait and, through it, the GPU registration (resource_inputs.py).
+JOIN_ID_ENV = resource_inputs.WORKER_JOIN_ID_ENV
 REDACT_SED = node_join.REDACT_SED
 # A bootstrap token lives this long (its Secret's `expiration`), enough for one join.
 BOOTSTRAP_TOKEN_MINUTES = 10

@@ -11,6 +11,7 @@ import pulumi
 import pytest
 import yaml
 
+from kamaji_hami_platform.gpu import render as gpu_render
 from kamaji_hami_platform.tenant import host_join, host_leave, host_ssh
 from kamaji_hami_platform.tenant.node_join import KUBECONFIG_ENV
 from tests.harness import (
@@ -269,16 +270,48 @@ class Joined(PlatformMocks):
 
 
 def test_a_hosts_ready_wait_and_gpu_registration_follow_its_join(prod_config):
-    """A host joined again (its Node lost or renamed) is a new Node: the join's id is a trigger of
-    the Ready wait, whose replacement replaces the GPU registration (replace_with)."""
+    """A host joined again (its Node lost) is a new Node: the join's id is in the Ready wait's
+    environment (a new one updates it) and annotates the GPU registration (a new one updates it,
+    which applies it again). The wait, and with it the registration (replace_with), is replaced
+    when the host or its control plane changes: its replacement_trigger, known in every preview
+    (the join's output is not, when a preview updates the join: issue 38)."""
     config, secret_keys = prod_config
     program = run_program(config, secret_keys=secret_keys, stack="prod", mocks=Joined())
     for host in HOSTS:
         join_id = f"20261203T120000Z-{len(f'ml-prod-{host}-join'):08x}"
-        triggers = program.named(f"ml-prod-{host}").inputs["triggers"]
-        assert triggers[-1] == join_id and not is_secret(triggers)
+        ready = program.named(f"ml-prod-{host}")
+        assert ready.inputs["environment"][host_join.JOIN_ID_ENV] == join_id
+        assert ready.options["ignoreChanges"] == ["triggers"]
+        assert ready.options["replacementTrigger"][:2] == [host, next(
+            h["address"] for t in config["tenants"] for h in t.get("hosts", []) if h["name"] == host)]
+        assert join_id not in str(ready.options["replacementTrigger"])
         patch = program.named(f"ml-prod-gpus-{host}")
-        assert patch.options["replaceWith"] == [program.named(f"ml-prod-{host}").urn]
+        assert patch.options["replaceWith"] == [ready.urn]
+        assert patch.inputs["metadata"]["annotations"][gpu_render.JOIN_ANNOTATION] == join_id
+
+
+def test_a_preview_of_updated_joins_replaces_no_ready_wait_or_registration(prod_config):
+    """A release that changes the join's script updates every host's join; the preview knows none
+    of its output. The Ready waits and GPU registrations are updated in that preview, never
+    replaced (what `up` does: the same join id, nothing replaced; issue 38, item 6)."""
+    from tests.plan_model import preview_plan
+
+    config, secret_keys = prod_config
+    before = run_program(config, secret_keys=secret_keys, stack="prod", mocks=Joined())
+    original = host_join.join_script
+
+    def new_join_script(*args, **kwargs):
+        return original(*args, **kwargs) + "# a later release's join\n"
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(host_join, "join_script", new_join_script)
+        steps = preview_plan(before, lambda mocks: run_program(config, secret_keys=secret_keys, stack="prod",
+                                                                preview=True, mocks=mocks))
+    replaced = {s.name for s in steps if s.op in ("replace", "create-replacement", "delete-replaced")}
+    assert replaced == set(), steps
+    updated = {s.name for s in steps if s.op == "update"}
+    assert {f"ml-prod-{host}-join" for host in HOSTS} <= updated
+    assert {f"ml-prod-{host}" for host in HOSTS} <= updated
 
 
 class TestKubeletSkewInPreview:

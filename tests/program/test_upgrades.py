@@ -140,16 +140,18 @@ def test_from_0_1_0_a_kind_stack_gets_node_admission_and_updates_only(stack, mon
 
 def test_from_0_1_0_worker_hosts_rejoin_from_this_host_as_the_notes_say(monkeypatch):
     """Each host's join becomes a local command (the old remote one deleted: it has no delete, so
-    nothing runs on the host), its Ready wait and GPU registration are replaced once, its leave is
-    updated in place: no host is reset (docs/operations/upgrades.md)."""
+    nothing runs on the host); its Ready wait and GPU registration are updated in place (the join's
+    id in the wait's environment and on the registration), its leave too: no host is reset and
+    nothing is replaced (docs/operations/upgrades.md)."""
     steps = previewed("294ec8a", "production", monkeypatch)
-    replaced = {s.name for s in steps if s.op == "create-replacement"}
     hosts = ("ml-prod-gpu-node-1", "ml-prod-gpu-node-2", "ml-prod-gpu-node-3", "sandbox-cpu-node-1")
-    assert replaced == {*hosts, *(host.replace("-", "-gpus-", 1) if host.startswith("sandbox")
-                                  else host.replace("ml-prod-", "ml-prod-gpus-", 1) for host in hosts)}
-    assert {s.name for s in steps if s.op == "update" and s.name.endswith("-leave")} == {
-        "ml-prod-gpu-node-1-leave", "ml-prod-gpu-node-2-leave", "ml-prod-gpu-node-3-leave",
-        "sandbox-cpu-node-1-leave"}
+    registrations = {host.replace("-", "-gpus-", 1) if host.startswith("sandbox")
+                     else host.replace("ml-prod-", "ml-prod-gpus-", 1) for host in hosts}
+    assert {s.name for s in steps if s.op == "create-replacement"} == set()
+    updated = {s.name for s in steps if s.op == "update"}
+    assert {*hosts, *registrations, *(f"{host}-leave" for host in hosts)} <= updated
+    assert {s.name for s in steps if s.op == "create" and s.name.endswith("-join")} == {
+        f"{host}-join" for host in hosts}
 
 
 def test_moving_a_running_tenant_to_a_network_of_its_own_is_refused_in_preview():
@@ -190,12 +192,18 @@ def test_a_change_of_what_a_later_release_hands_kind_replaces_no_running_cluster
 
 
 
-def test_from_a48b3f2_a_host_stack_updates_only_its_hosts_leaves(monkeypatch):
-    """The leave's host reset changed (issue 38: a host without this stack's marker is left as it
-    is): each host's `-leave` is updated in place, its create only printing which host it is, and
-    nothing else changes (docs/operations/upgrades.md; the engine tier holds this model to the
-    engine's preview of the same state)."""
+def test_from_a48b3f2_a_host_stack_updates_its_hosts_in_place(monkeypatch):
+    """Issue 38 changed the leave's host reset (a host without this stack's marker is left as it
+    is) and the join's failure path (it resets only what kubeadm wrote): each host's `-leave` and
+    `-join` is updated in place (the join runs again: a joined host answers "already joined"), its
+    Ready wait and GPU registration updated too (the join's id moved from the wait's triggers to its
+    environment and onto the registration), and nothing is replaced: the preview knows none of the
+    updated join's output, and the wait's triggers no longer hold it (docs/operations/upgrades.md;
+    the engine tier holds this model to the engine's preview of the same state)."""
     steps = previewed("a48b3f2", "production", monkeypatch)
+    hosts = ("ml-prod-gpu-node-1", "ml-prod-gpu-node-2", "ml-prod-gpu-node-3", "sandbox-cpu-node-1")
+    registrations = {"ml-prod-gpus-gpu-node-1", "ml-prod-gpus-gpu-node-2", "ml-prod-gpus-gpu-node-3",
+                     "sandbox-gpus-cpu-node-1"}
     assert {(step.op, step.name) for step in steps if step.op != "read"} == {
-        ("update", f"{host}-leave") for host in ("ml-prod-gpu-node-1", "ml-prod-gpu-node-2",
-                                                 "ml-prod-gpu-node-3", "sandbox-cpu-node-1")}
+        ("update", name) for name in (*hosts, *registrations, *(f"{host}-leave" for host in hosts),
+                                      *(f"{host}-join" for host in hosts))}

@@ -228,7 +228,10 @@ class TestJoin:
         gone = leave(box, host)
         assert gone.returncode == 0, gone.output
         assert "host reset" in gone.stdout and not is_joined(box)
-        assert box.argv_log()[-2:] == ["sudo -n /bin/sh", "kubeadm reset -f"]
+        # The reset runs as root through sudo: kubeadm's, then the kubelet it stopped disabled.
+        log = box.argv_log()
+        last_sudo = len(log) - 1 - log[::-1].index("sudo -n /bin/sh")
+        assert log[last_sudo:last_sudo + 2] == ["sudo -n /bin/sh", "kubeadm reset -f"], log
 
     def test_a_failed_join_resets_the_host_deletes_the_token_and_says_why_first(self, box):
         box.write_state("join-fails", "")
@@ -254,6 +257,26 @@ class TestJoin:
             in result.stderr
         assert not kubeadm_calls(box, "reset")
         assert_token_gone(box)
+
+    def test_kubeadms_files_there_before_the_join_are_not_reset_when_its_preflight_refuses(self, box):
+        """Another cluster's CA (or bootstrap kubeconfig) on a host without kubelet.conf: a host
+        mid-join of another stack, one repurposed. kubeadm's preflight refuses it (the stand-in
+        models its FileAvailable checks), and the failure path must not reset what kubeadm did
+        not write (issue 38)."""
+        other = sandbox.make_ca(box.root / "other-ca.pem", "another cluster's CA")
+        kubernetes = box.host / "kubernetes"
+        for written in ("pki/ca.crt", "bootstrap-kubelet.conf"):
+            (kubernetes / written).parent.mkdir(parents=True, exist_ok=True)
+            (kubernetes / written).write_text(other)
+            before = host_files(box)
+            result = join(box, worker(box))
+            assert result.returncode == 1
+            assert f"[ERROR FileAvailable--etc-kubernetes-{written.replace('/', '-')}]" in result.stderr
+            assert f"the host had /etc/kubernetes/{written} before kubeadm ran, so nothing was reset" \
+                in result.stderr
+            assert not kubeadm_calls(box, "reset") and host_files(box) == before
+            assert_token_gone(box)
+            (kubernetes / written).unlink()
 
     def test_a_ca_pin_that_is_not_the_tenants_fails_the_join(self, box):
         """kubeadm's discovery refuses a control plane whose CA is not pinned (here: the pin of

@@ -114,14 +114,25 @@ EOF
   fi
 } > "$tmp/join.yaml"
 token=""
+# What kubeadm join writes past its preflight, which refuses a host where any of them is already
+# (kubernetes v1.35.4 cmd/kubeadm/app/preflight/checks.go JoinNodeChecks, FileAvailableCheck):
+# the ones there before it ran are not this join's to reset.
+kubeadm_files="@node_ca_cert@ @bootstrap_kubelet_config@ @kubelet_config@"
+there_before=""
+for file in $kubeadm_files; do
+  [ -e "$file" ] && there_before="$there_before $file"
+done
 if ! output=$(kubeadm join --config "$tmp/join.yaml" --node-name "$node" 2>&1); then
-  # Reset only what this join set up: kubeadm writes the CA and bootstrap-kubelet.conf after
-  # its preflight checks, so one that stopped there changed nothing (a kubelet of something else
-  # at a mistyped address stays as it was).
-  if [ -f @node_ca_cert@ ] || [ -f @bootstrap_kubelet_config@ ] || [ -f @kubelet_config@ ]; then
+  written=""
+  [ -n "$there_before" ] || for file in $kubeadm_files; do
+    [ -e "$file" ] && written=1
+  done
+  if [ -n "$written" ]; then
     if reset_report=$(reset_host); then
       reset_report="the host was reset, so the next run starts clean"
     fi
+  elif [ -n "$there_before" ]; then
+    reset_report="the host had$there_before before kubeadm ran, so nothing was reset: another cluster's join, or one that stopped; if it is not another cluster's, reset it by hand (kubeadm reset -f)"
   else
     reset_report="kubeadm stopped before changing the host"
   fi
