@@ -11,7 +11,7 @@ import pulumi
 import pulumi_kubernetes as kubernetes
 from pulumi_command import local
 
-from kamaji_hami_platform import config, guardrails, versions
+from kamaji_hami_platform import config, guardrails, local_shell, versions
 from kamaji_hami_platform.config import ManagementConfig
 from kamaji_hami_platform.config.settings import ChartSettings, ManagementSettings, management_config
 from kamaji_hami_platform.create_only_guards import create_only_guards, recorded_values
@@ -216,7 +216,7 @@ class ManagementCluster(pulumi.ComponentResource):
         if management.is_kind:
             return {"triggers": [self.cluster.id, versions.KAMAJI_IMAGE_TAG]}
         return {"environment": {access.MANAGEMENT_KUBECONFIG_ENV: self.kubeconfig},
-                "triggers": [management.name, versions.KAMAJI_IMAGE_TAG]}
+                "interpreter": local_shell.SH, "triggers": [management.name, versions.KAMAJI_IMAGE_TAG]}
 
     def _kind_cluster(self, name: str, management: ManagementConfig, child: pulumi.ResourceOptions,
                       ) -> tuple[pulumi.ResourceOptions, list[pulumi.Resource], list[pulumi.Resource]]:
@@ -328,6 +328,7 @@ class ManagementCluster(pulumi.ComponentResource):
             f"{name}-cluster-check",
             create=existing.cluster_check_script(management, access.MANAGEMENT_KUBECONFIG_ENV,
                                                  existing.etcd_storage_class(kamaji_values)),
+            interpreter=local_shell.SH,
             environment={access.MANAGEMENT_KUBECONFIG_ENV: self.kubeconfig},
             triggers=[management.name, management.install_cert_manager],
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=self.create_only)))

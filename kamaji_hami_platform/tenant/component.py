@@ -20,7 +20,7 @@ import pulumi_kubernetes as kubernetes
 import yaml
 from pulumi_command import local
 
-from kamaji_hami_platform import names, resource_inputs
+from kamaji_hami_platform import local_shell, names, resource_inputs
 from kamaji_hami_platform.config import HostConfig, ManagementConfig, TenantConfig
 from kamaji_hami_platform.config.settings import (
     ManagementSettings,
@@ -246,6 +246,7 @@ class KamajiTenant(pulumi.ComponentResource):
         self.admin_access = local.Command(
             f"{name}-admin-access",
             create=admin_access.tenant_admin_access_script(tenant, management_settings),
+            interpreter=local_shell.SH,
             environment={node_join.KUBECONFIG_ENV: self.kubeconfig},
             triggers=[self.control_plane_uid],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.control_plane]))
@@ -396,7 +397,7 @@ class KamajiTenant(pulumi.ComponentResource):
             f"{worker.name}-leave",
             create=node_join.LEAVE_CREATE,
             delete=node_join.drain_script(worker),
-            interpreter=["/bin/bash", "-c"],
+            interpreter=local_shell.BASH,
             environment={node_join.KUBECONFIG_ENV: self.kubeconfig},
             logging=local.Logging.STDERR,
             triggers=triggers,
@@ -406,7 +407,7 @@ class KamajiTenant(pulumi.ComponentResource):
             worker.name,
             create=node_join.create_script(worker),
             delete=node_join.delete_script(worker),
-            interpreter=["/bin/bash", "-c"],
+            interpreter=local_shell.BASH,
             environment={node_join.KUBECONFIG_ENV: self.kubeconfig,
                          docker_host.HOST_FLAGS_ENV: host_flags},
             # stdout and stderr carry only redacted text; stdout is secret anyway.
@@ -453,7 +454,7 @@ class KamajiTenant(pulumi.ComponentResource):
             create=host_join.worker_script(self.tenant, host),
             delete=host_join.RUN_STDIN_SCRIPT,
             stdin=host_leave.leave_script(self.tenant, host, owner),
-            interpreter=["/bin/bash", "-c"],
+            interpreter=local_shell.BASH,
             environment=environment,
             logging=local.Logging.STDOUT_AND_STDERR,  # redacted by the script
             triggers=triggers,
@@ -465,7 +466,7 @@ class KamajiTenant(pulumi.ComponentResource):
             f"{name}-{host.name}-join",
             create=host_join.RUN_STDIN_SCRIPT,
             stdin=host_join.join_script(self.tenant, host, owner, tcp_render.konnectivity_port(self.tenant)),
-            interpreter=["/bin/bash", "-c"],
+            interpreter=local_shell.BASH,
             environment=environment,
             logging=local.Logging.STDOUT_AND_STDERR,  # progress and prerequisites, redacted
             triggers=triggers,
@@ -481,7 +482,7 @@ class KamajiTenant(pulumi.ComponentResource):
         ready = local.Command(
             f"{name}-{host.name}",
             create=host_join.ready_script(self.tenant, host),
-            interpreter=["/bin/bash", "-c"],
+            interpreter=local_shell.BASH,
             environment={node_join.KUBECONFIG_ENV: self.kubeconfig, host_join.JOIN_ID_ENV: joined},
             # Recorded as before and ignored once created (an earlier release's state holds the
             # join id there): the wait is replaced, and with it the GPU registration

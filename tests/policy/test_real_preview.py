@@ -152,6 +152,7 @@ _NODES = "only the nodes the config lists may register (tenant/node_admission.py
 _BOUNDED_WAIT = "each try bounded, an API that did not answer told from an answer 'no'"
 _OWN_NETWORK = "each tenant on a Docker network of its own, its API address there (issue 29)"
 _BOUNDED_DOCKER = "every docker call bounded in time (docker_calls.py)"
+_CLEAN_SHELL = "a shell without the caller's BASH_ENV or SHELLOPTS (local_shell.py)"
 RECORDING_DRIFT: dict[str, tuple[str, str]] = {
     # name: (what differs, why)
     "kamaji-hami-platform-dev": ("removed", "the stack: the engine's, not a registration"),
@@ -161,9 +162,11 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
        ("name", "nodeImage", "dockerNetwork", "kamajiEtcdReplicas", "metallbAddressRange")},
     **{f"{tenant}-create-only-{key}": ("added", _GUARD) for tenant in ("tenant-a", "tenant-b")
        for key in ("podCidr", "serviceCidr")},
-    **{f"{tenant}-worker-0": ("create,delete,environment,triggers", f"{_WORKER}; {_SECRET}; {_NETWORK}")
+    **{f"{tenant}-worker-0": ("create,delete,environment,interpreter,triggers",
+                              f"{_WORKER}; {_SECRET}; {_NETWORK}; {_CLEAN_SHELL}")
        for tenant in ("tenant-a", "tenant-b")},
-    **{f"{tenant}-admin-access": ("create,environment", f"{_BOUNDED_WAIT}; {_SECRET}")
+    **{f"{tenant}-admin-access": ("create,environment,interpreter",
+                                  f"{_BOUNDED_WAIT}; {_SECRET}; {_CLEAN_SHELL}")
        for tenant in ("tenant-a", "tenant-b")},
     **{f"{tenant}-kindnet-daemonset-kube-system-kindnet": ("spec", f"{_LEAVES}; no CPU limit")
        for tenant in ("tenant-a", "tenant-b")},

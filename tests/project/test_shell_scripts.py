@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kamaji_hami_platform import shell_templates
+from kamaji_hami_platform import local_shell, shell_templates
 from kamaji_hami_platform.tenant import host_join
 from tests.harness import ROOT
 from tests.project.shell_cases import ACCEPTED, BASH, GOLDEN, SH, Case, cases
@@ -26,7 +26,8 @@ REGENERATE = "python -m tests.project.shell_cases"
 # (pulumi-command 1.2.1, sdk/python pulumi_command/local/command.py `interpreter`: "On Linux and
 # macOS, defaults to: ["/bin/sh", "-c"]"); a remote Command's create goes to the login shell, and
 # the platform's is `[sudo -n] /bin/sh -c '<script>'`.
-BASH_INTERPRETER = ["/bin/bash", "-c"]
+# A bash interpreter, bare or without the caller's BASH_ENV/SHELLOPTS (local_shell.py).
+BASH_INTERPRETERS = (["/bin/bash", "-c"], local_shell.BASH)
 
 
 def shellcheck() -> str:
@@ -101,7 +102,7 @@ def _stored_scripts(program) -> list[tuple[str, str, str]]:
     for reg in program.registrations:
         if not reg.type.startswith("command:"):
             continue
-        shell = BASH if reg.inputs.get("interpreter") == BASH_INTERPRETER else SH
+        shell = BASH if reg.inputs.get("interpreter") in BASH_INTERPRETERS else SH
         for key in ("create", "update", "delete"):
             script = reg.inputs.get(key)
             if script == host_join.RUN_STDIN_SCRIPT:
