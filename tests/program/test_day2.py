@@ -364,6 +364,33 @@ class TestDriftAndTeardown:
         deleted = {s.name for s in provider_deletes(steps)}
         assert {"tenant-a-gpus-tenant-a-worker-0", "tenant-a-gpus-tenant-a-worker-1"} <= deleted, steps
 
+    def test_a_release_that_detects_the_docker_host_otherwise_rolls_no_worker(self, two_workers, before,
+                                                                            monkeypatch):
+        """Issue 38, item 7: every worker's replacement trigger holds what `<name>-docker-host`
+        printed. A release whose detection script differs must not run it again on a running
+        cluster (its output, unknown in the preview of an update, would replace every worker
+        delete-first, its /var volume with it): the command ignores a new `create`."""
+        from kamaji_hami_platform.management import docker_host
+        from tests.plan_model import preview_plan
+
+        original = docker_host.host_flags_script
+        monkeypatch.setattr(docker_host, "host_flags_script",
+                            lambda: original() + "# a later release's detection\n")
+        steps = preview_plan(before, lambda mocks: run_program(two_workers, preview=True, mocks=mocks))
+        assert not [s for s in steps if s.op != "read"], steps
+
+    def test_without_ignoring_its_new_script_the_detection_would_roll_every_worker(self, two_workers, before,
+                                                                                 monkeypatch):
+        """The test above can fail: the same release with the detection run again (an update,
+        whose output a preview cannot know) replaces each worker in the preview."""
+        from tests.plan_model import preview_plan
+
+        assert before.named("management-docker-host").options["ignoreChanges"] == ["create"]
+        updated = harness.PlatformMocks(updated_commands=frozenset({"management-docker-host"}))
+        steps = preview_plan(before, lambda _: run_program(two_workers, preview=True, mocks=updated))
+        replaced = {s.name for s in steps if s.op == "create-replacement"}
+        assert {"tenant-a-worker-0", "tenant-a-worker-1"} <= replaced, steps
+
     def test_a_changed_container_spec_rolls_the_workers(self, two_workers, before, monkeypatch):
         original = node_join.docker_run_args
         monkeypatch.setattr(node_join, "docker_run_args",
