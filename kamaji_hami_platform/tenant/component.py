@@ -38,6 +38,7 @@ from kamaji_hami_platform.tenant import (
     admin_access,
     ca_pin,
     host_join,
+    host_join_access,
     host_leave,
     host_ssh,
     node_admission,
@@ -270,6 +271,10 @@ class KamajiTenant(pulumi.ComponentResource):
         self.node_admission = create_objects(
             name, node_admission.node_admission_objects(tenant, management_settings), on_tenant)
 
+        # What a host's join token may do: kubeadm join, and no certificate the join did not
+        # approve (tenant/host_join_access.py); none for containers.
+        self.join_access = create_objects(name, host_join_access.join_access_objects(tenant), on_tenant)
+
         self.node_names = tenant.worker_names()
         self.workers: list[local.Command] = []
         self.kubelet_skew_checks: list[pulumi.Output[str]] = []
@@ -460,8 +465,10 @@ class KamajiTenant(pulumi.ComponentResource):
             triggers=triggers,
             opts=pulumi.ResourceOptions(
                 parent=self, delete_before_replace=True,
-                # The join follows the leave: it waits for the node admission policy too.
-                depends_on=[self.control_plane, self.admin_access, *self.node_admission, *previous]))
+                # The join follows the leave: it waits for the node admission policy and the
+                # bindings of its token group too.
+                depends_on=[self.control_plane, self.admin_access, *self.node_admission,
+                            *self.join_access, *previous]))
         join = local.Command(
             f"{name}-{host.name}-join",
             create=host_join.RUN_STDIN_SCRIPT,

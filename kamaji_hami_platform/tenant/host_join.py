@@ -3,7 +3,9 @@
 Per host, three local Commands: `<host>-leave` (its delete drains the node and resets the host:
 tenant/host_leave.py), `<host>-join` and `<host>-ready`. The join runs here, as the tenant's admin:
 it mints a bootstrap token that lives minutes and sends the host only the API endpoint, the token
-(on stdin) and the CA, never a kubeconfig; the token is deleted after the join, also when it fails
+(on stdin) and the CA, never a kubeconfig; while the host joins, it approves the one certificate
+request of the token for this host's kubelet, and nothing else (the token's group has no
+auto-approval: tenant/host_join_access.py); the token is deleted after the join, also when it fails
 or the script is signalled (a script killed outright leaves it to its 10-minute expiry).
 The host keeps nothing of the session (traps on EXIT, HUP, INT, TERM, PIPE), and marks itself as
 this stack's node of the tenant: a join or a leave touches no host another stack or cluster owns.
@@ -22,7 +24,7 @@ from kamaji_hami_platform import resource_inputs
 from kamaji_hami_platform.config import HostConfig, TenantConfig
 from kamaji_hami_platform.shell_templates import Shell, Text
 from kamaji_hami_platform.shell_templates import render as render_script
-from kamaji_hami_platform.tenant import host_ssh, node_join
+from kamaji_hami_platform.tenant import host_join_access, host_ssh, node_admission, node_join
 
 KUBECONFIG_ENV = node_join.KUBECONFIG_ENV
 _PACKAGE = "kamaji_hami_platform.tenant"
@@ -34,9 +36,14 @@ JOIN_ID_ENV = resource_inputs.WORKER_JOIN_ID_ENV
 REDACT_SED = node_join.REDACT_SED
 # A bootstrap token lives this long (its Secret's `expiration`), enough for one join.
 BOOTSTRAP_TOKEN_MINUTES = 10
-# The group kubeadm's node tokens carry, which Kamaji binds the node bootstrap RBAC to (kubernetes
-# v1.35 cmd/kubeadm/app/constants/constants.go NodeBootstrapTokenAuthGroup).
-BOOTSTRAP_TOKEN_GROUP = "system:bootstrappers:kubeadm:default-node-token"
+# The group of a host's token: bound to what the join needs, never to auto-approval; the join
+# approves the kubelet's one certificate request itself (tenant/host_join_access.py).
+BOOTSTRAP_TOKEN_GROUP = host_join_access.JOIN_GROUP
+# The signer of a kubelet's client certificate (kubernetes v1.35.4 staging/src/k8s.io/api/
+# certificates/v1/types.go KubeAPIServerClientKubeletSignerName), and how often the join looks
+# for the request while the host joins.
+KUBELET_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
+CSR_POLL_SECONDS = 1
 READY_WAIT = node_join.NODE_READY_WAIT
 API_REQUEST_TIMEOUT = node_join.API_REQUEST_TIMEOUT
 API_CALL_TIMEOUT_SECONDS = node_join.API_CALL_TIMEOUT_SECONDS
@@ -239,8 +246,9 @@ def tenant_kubectl() -> Shell:
 
 def join_script(tenant: TenantConfig, host: HostConfig, owner: Ownership, konnectivity_port: int) -> str:
     """bash on the Pulumi host, the stdin of `<host>-join` (its create: RUN_STDIN_SCRIPT): as the
-    tenant's admin ($TENANT_KUBECONFIG), mint a bootstrap token, join the host over SSH with it,
-    delete the token (on every exit); a failure says first why. The CA pin is $KHP_CA_HASH."""
+    tenant's admin ($TENANT_KUBECONFIG), mint a bootstrap token, join the host over SSH with it
+    while approving its kubelet's one certificate request (csr_approval), delete the token (on
+    every exit); a failure says first why. The CA pin is $KHP_CA_HASH."""
     return render_script(
         _PACKAGE, "host_join.bash", tenant_kubectl=tenant_kubectl(), node=host.name,
         ca_hash_env=Text(CA_HASH_ENV), konnectivity_port=konnectivity_port,
@@ -249,7 +257,16 @@ def join_script(tenant: TenantConfig, host: HostConfig, owner: Ownership, konnec
         # The remote command in a quoted heredoc: its line, then the heredoc's end.
         remote=Shell(host_ssh.remote_command(host, remote_join_script(tenant, host, owner)) + "\n"),
         join_timeout=JOIN_TIMEOUT_SECONDS, ssh=Shell(" ".join(host_ssh.ssh_words(host))),
+        csr_approval=csr_approval(), kubelet_signer=Text(KUBELET_SIGNER),
+        nodes_group=Text(node_admission.NODES_GROUP), csr_poll_seconds=CSR_POLL_SECONDS,
         ssh_failed=host_ssh.SSH_FAILED, timed_out=host_ssh.TIMED_OUT, where=Text(host_ssh.where(host)))
+
+
+def csr_approval() -> Shell:
+    """bash, after `tenant_kubectl` with $token_id and $node set: `judge_csrs` approves the one
+    certificate request of the token's user for this node's kubelet and denies any other."""
+    return Shell(render_script(_PACKAGE, "host_csr_approval.bash", kubelet_signer=Text(KUBELET_SIGNER),
+                               nodes_group=Text(node_admission.NODES_GROUP)))
 
 
 def ready_script(tenant: TenantConfig, host: HostConfig) -> str:

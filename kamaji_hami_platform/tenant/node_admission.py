@@ -32,22 +32,27 @@ POLICY_KIND = "ValidatingAdmissionPolicy"
 BINDING_KIND = "ValidatingAdmissionPolicyBinding"
 NAME = f"{PROJECT}-nodes"
 NODES_GROUP = "system:nodes"
-# What is judged, and why only that: a kubelet's CREATE of a Node. A kubelet registers by a CREATE,
-# and a removed node's Node is gone (its leave deleted it), so a CREATE is its only way back; a
-# server-side apply that would create the object is admitted as a CREATE too (k8s.io/apiserver
-# v0.35.4 pkg/endpoints/handlers/patch.go applyAdmission). Only kubelets (group system:nodes; each
-# can create only its own Node, NodeRestriction): the platform, Kamaji and kube-controller-manager
-# never create a Node, and the platform's own requests (as the tenant's admin) must never be
-# refused, e.g. a NodePatch's delete, a server-side apply (pulumi-kubernetes v4.32.0 provider/pkg/ssa
-# actions.go Relinquish) that creates a bare Node when the node is already gone and no longer listed.
-# UPDATE, PATCH and DELETE are not judged: the leave of a removed node drains (a PATCH) and
-# deletes it after this list has shrunk (Pulumi deletes what the config dropped after every update,
-# pulumi v3.259.0 pkg/resource/deploy/deployment_executor.go performPostSteps), listed kubelets and
-# kube-controller-manager update Nodes, and refusing a removed kubelet's updates of a Node its
-# leave could not delete would not stop it: its Lease renewals count as heartbeats
-# (pkg/controller/nodelifecycle/node_lifecycle_controller.go tryUpdateNodeHealth). Deleting that
-# Node does.
-OPERATIONS = ("CREATE",)
+# What is judged: a kubelet's CREATE and UPDATE of a Node and its status. A kubelet registers by a
+# CREATE, and a removed node's Node is gone (its leave deleted it), so a CREATE is its only way back;
+# a server-side apply that would create the object is admitted as a CREATE too (k8s.io/apiserver
+# v0.35.4 pkg/endpoints/handlers/patch.go applyAdmission). An UPDATE (a PATCH is one) of a Node the
+# list does not name is refused too: a kubelet keeps its certificate for a year, and what it
+# reports of a Node the config dropped (capacity, labels, conditions) must not be believed
+# meanwhile (issue 38). Its Lease renewals still count as heartbeats (pkg/controller/nodelifecycle/
+# node_lifecycle_controller.go tryUpdateNodeHealth): deleting its Node, as the leave does, is what
+# stops it. Only kubelets (group system:nodes; each can create and update only its own Node,
+# NodeRestriction): the platform, Kamaji and kube-controller-manager never act as nodes, and the
+# platform's own requests (as the tenant's admin) must never be refused, e.g. the leave's drain
+# and delete after the list has shrunk (Pulumi deletes what the config dropped after every
+# update, pulumi v3.259.0 pkg/resource/deploy/deployment_executor.go performPostSteps), a
+# NodePatch's delete, a server-side apply (pulumi-kubernetes v4.32.0 provider/pkg/ssa actions.go
+# Relinquish) that creates a bare Node when the node is already gone and no longer listed.
+OPERATIONS = ("CREATE", "UPDATE")
+# A kubelet's status reports go to the status subresource, which a rule names apart
+# (k8s.io/apiserver v0.35.4 pkg/admission/plugin/policy/matching/matching.go uses
+# pkg/admission/plugin/webhook/predicates/rules/rules.go Matcher.resource: "nodes" matches no
+# subresource).
+RESOURCES = ("nodes", "nodes/status")
 
 
 def node_names(tenant: TenantConfig) -> list[str]:
@@ -78,7 +83,7 @@ def message(tenant: TenantConfig, management: ManagementConfig | None = None) ->
 
 def node_admission_objects(tenant: TenantConfig,
                            management: ManagementConfig | None = None) -> list[dict[str, Any]]:
-    """The policy and its binding for one tenant: a kubelet may create only a Node the config
+    """The policy and its binding for one tenant: a kubelet may create or update only a Node the config
     lists. The same config renders the same objects."""
     refusal = message(tenant, management)
     policy = {
@@ -89,7 +94,7 @@ def node_admission_objects(tenant: TenantConfig,
             "failurePolicy": "Fail",
             "matchConstraints": {
                 "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
-                                   "operations": list(OPERATIONS), "resources": ["nodes"]}],
+                                   "operations": list(OPERATIONS), "resources": list(RESOURCES)}],
             },
             "matchConditions": [{"name": "kubelets-only",
                                  "expression": f"{json.dumps(NODES_GROUP)} in request.userInfo.groups"}],

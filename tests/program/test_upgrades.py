@@ -208,6 +208,16 @@ def test_from_a48b3f2_a_host_stack_updates_its_hosts_in_place(monkeypatch):
     # SHELLOPTS (a new interpreter: each such command is updated, its create run again).
     clean_shell = {"management-cluster-check", "management-kamaji-webhook", "ml-prod-admin-access",
                    "sandbox-admin-access"}
+    # And the hosts' token group gets its own bindings, and the node admission policy judges a
+    # kubelet's updates too (issue 38, item 3).
+    join_access = {f"{tenant}-{binding}" for tenant in ("ml-prod", "sandbox") for binding in (
+        "clusterrolebinding-kamaji-hami-platform-hosts-system-node-bootstrapper",
+        "clusterrolebinding-kamaji-hami-platform-hosts-kubeadm-get-nodes",
+        "rolebinding-kube-system-kamaji-hami-platform-hosts-kubeadm-nodes-kubeadm-config",
+        "rolebinding-kube-system-kamaji-hami-platform-hosts-kubeadm-kubelet-config")}
+    node_admission = {f"{tenant}-validatingadmissionpolicy-kamaji-hami-platform-nodes"
+                      for tenant in ("ml-prod", "sandbox")}
     assert {(step.op, step.name) for step in steps if step.op != "read"} == {
         ("update", name) for name in (*hosts, *registrations, *(f"{host}-leave" for host in hosts),
-                                      *(f"{host}-join" for host in hosts), *clean_shell)}
+                                      *(f"{host}-join" for host in hosts), *clean_shell, *node_admission)
+    } | {("create", name) for name in join_access}

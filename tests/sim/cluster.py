@@ -49,7 +49,8 @@ COMMAND_TIMEOUT = 60
 
 
 def toolchain() -> Path:
-    """The folder with etcd, kube-apiserver, kube-scheduler and kubectl (built when missing)."""
+    """The folder with etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubeadm and
+    kubectl (built when missing)."""
     result = subprocess.run(["bash", str(BUILD)], capture_output=True, text=True, timeout=3600, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"toolchain build failed:\n{result.stderr[-3000:]}")

@@ -101,6 +101,27 @@ case "$1" in
     if [ -f "$S/join-fails" ]; then
       echo "error execution phase kubelet-start: token $token ($pin) rejected" >&2; exit 1
     fi
+    # The kubelet's TLS bootstrap, with the token: a certificate request for its node's name (or
+    # the subject the state gives, a host asking for another identity), then a wait for its
+    # approval (kubernetes v1.35.4 pkg/kubelet/certificate/bootstrap/bootstrap.go).
+    node=$(sed -n 's/^  name: //p' "$config" | head -n 1)
+    subject=$(cat "$S/csr-subject" 2>/dev/null || echo "/O=system:nodes/CN=system:node:$node")
+    csr="node-csr-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
+    request=$(openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+      -keyout /dev/null -subj "$subject" 2>/dev/null | base64 -w 0)
+    printf 'system:bootstrap:%s %s kubernetes.io/kube-apiserver-client-kubelet %s\n' "$id" "$csr" \
+      "$request" > "$TENANT/csr/$csr"
+    # Bounded as kubeadm's wait for the kubelet's certificate (JoinConfiguration timeouts.
+    # tlsBootstrap, 5 minutes by default), here 20 s or what the state says.
+    for _ in $(seq 1 $(( $(cat "$S/tls-bootstrap-seconds" 2>/dev/null || echo 20) * 5 ))); do
+      [ -f "$TENANT/csr/$csr.Approved" ] && break
+      if [ -f "$TENANT/csr/$csr.Denied" ]; then
+        echo "error execution phase kubelet-start: the certificate request $csr was denied" >&2; exit 1
+      fi
+      sleep 0.2
+    done
+    [ -f "$TENANT/csr/$csr.Approved" ] \
+      || { echo "error execution phase kubelet-start: timed out waiting for the TLS bootstrap" >&2; exit 1; }
     echo "kubelet credentials" > /etc/kubernetes/kubelet.conf
     echo "This node has joined the cluster" ;;
   reset)
@@ -197,6 +218,23 @@ done
 if [ -f "$S/unreachable" ]; then
   echo "Unable to connect to the server: dial tcp @ENDPOINT@: i/o timeout" >&2; exit 1
 fi
+# Certificate requests (the kubelet's, which the host's stand-in kubeadm makes): the join's
+# go-template lists the pending ones of one bootstrap user; approve and deny decide one.
+case "$verb $kind" in
+  "get csr")
+    user=$(printf '%s' "$output" | sed -n 's/.*"\(system:bootstrap:[a-z0-9]*\)".*/\1/p')
+    for request in "$S"/csr/node-csr-*; do
+      case "$request" in *.Approved|*.Denied) continue ;; esac
+      [ -f "$request" ] && [ ! -f "$request.Approved" ] && [ ! -f "$request.Denied" ] || continue
+      read -r who csr signer pem < "$request"
+      [ "$who" = "$user" ] && printf '%s %s %s\n' "$csr" "$signer" "$pem"
+    done
+    exit 0 ;;
+  "certificate approve"|"certificate deny")
+    decision=Approved; [ "$kind" = deny ] && decision=Denied
+    touch "$S/csr/$name.$decision"; echo "certificatesigningrequest.certificates.k8s.io/$name ${decision}"
+    exit 0 ;;
+esac
 case "$verb" in
   create)
     if [ -f "$S/create-fails" ]; then
@@ -397,6 +435,9 @@ class Sandbox:
         kubectl.write_text(KUBECTL.replace("@TENANT@", str(self.tenant)).replace("@ENDPOINT@", self.endpoint))
         kubectl.chmod(0o755)
         (self.tenant / "secrets").mkdir(mode=0o755)
+        # Certificate requests: the host's kubeadm (any user) writes them, the local kubectl decides.
+        (self.tenant / "csr").mkdir()
+        (self.tenant / "csr").chmod(0o777)
         (self.tenant / "ready").write_text("True\n")
         (self.tenant / "kubelet-version").write_text(NODE_VERSION + "\n")
         self.write_state("kubeadm-version", NODE_VERSION)

@@ -158,9 +158,16 @@ class TestJoin:
         assert timedelta(minutes=9) < left <= timedelta(minutes=host_join.BOOTSTRAP_TOKEN_MINUTES)
         token_id = re.search(r'token-id: "([a-z0-9]{6})"', secret).group(1)
         token = token_id + "." + re.search(r'token-secret: "([a-z0-9]{16})"', secret).group(1)
-        # It is gone after the join; the tenant API was asked for the Node, the token, its delete.
+        # It is gone after the join; the tenant API was asked for the Node, the token, the
+        # token's certificate requests while the host joined (one approved), the token's delete.
         assert_token_gone(box)
-        assert kubectl_verbs(box) == ["get node", "create", "delete secret"]
+        verbs = kubectl_verbs(box)
+        assert verbs[:3] == ["get node", "create", "get csr"] and verbs[-1] == "delete secret"
+        assert set(verbs[3:-1]) <= {"get csr", "certificate"} and verbs.count("certificate") == 1
+        (approved,) = [line for line in box.kubectl_log() if " certificate " in line]
+        assert " certificate approve node-csr-" in approved
+        assert re.search(r"host gpu-host-1: approved certificate request node-csr-[0-9a-f]{8} "
+                         r"\(CN=system:node:gpu-host-1,O=system:nodes\)", result.stdout), result.stdout
         assert f"bootstrap-token-{token_id}" in box.kubectl_log()[-1]
         # The host got the endpoint, the token (stdin, into a 0600 JoinConfiguration) and the CA's
         # pin; no kubeconfig, no admin credential: not in its arguments, environment or files.
@@ -185,6 +192,23 @@ class TestJoin:
         assert re.fullmatch(r"[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}", join_id)
         assert host_join.join_id(result.stdout) == join_id
         assert (box.host / "kubernetes" / "pki" / "ca.crt").read_text() == box.ca
+
+    def test_a_host_that_asks_for_another_nodes_certificate_is_denied_and_its_join_stops(self, box):
+        """The token's group has no auto-approval: the join approves only this host's kubelet's
+        request; another identity is denied, the join fails saying so, the token is deleted and
+        the host is not joined."""
+        box.write_state("csr-subject", "/O=system:nodes/CN=system:node:gpu-host-2")
+        result = join(box, worker(box))
+        assert result.returncode != 0
+        refused = "host gpu-host-1: a certificate request made with this join's token, node-csr-"
+        assert refused in result.stderr
+        assert ("(signer kubernetes.io/kube-apiserver-client-kubelet, subject CN=system:node:gpu-host-2,"
+                "O=system:nodes), is not this host's kubelet's" in result.stderr), result.output
+        decisions = [line.split()[-2] for line in box.kubectl_log() if " certificate " in line]
+        assert decisions == ["deny"]
+        assert not any(" certificate approve " in line for line in box.kubectl_log())
+        assert_token_gone(box)
+        assert not is_joined(box)
 
     def test_a_kubelet_that_is_not_enabled_is_enabled_so_the_node_survives_a_reboot(self, box):
         (box.state / "enabled-kubelet").unlink()
@@ -337,6 +361,9 @@ class TestADroppedSession:
         signal ends it (dash src/trap.c), so without a trap on PIPE the JoinConfiguration, with
         the token, stayed in the host's TMPDIR. Checked: this test fails without it."""
         box.write_state("join-slow", "3")
+        # Nobody approves the kubelet's request once the local join is gone: kubeadm waits for it
+        # until its TLS bootstrap timeout, here 2 s (5 min by default), holding a deleted token.
+        box.write_state("tls-bootstrap-seconds", "2")
         host = worker(box)
         started = time.monotonic()
         process = box.start_local(host_join.RUN_STDIN_SCRIPT, join_script(box, host),
@@ -356,7 +383,7 @@ class TestADroppedSession:
         assert result.returncode == 1
         assert result.stderr.startswith("host gpu-host-1: the")
         assert_token_gone(box)
-        # The host's script ends when kubeadm returns (3 s): nothing of the session left.
+        # The host's script ends when kubeadm returns (3 s + 2 s): nothing of the session left.
         deadline = time.monotonic() + 20
         while list(box.remote_tmp.iterdir()) and time.monotonic() < deadline:
             time.sleep(0.1)

@@ -91,10 +91,11 @@ class TestTheJoinFromHere:
         """kubectl reads the Secret from a heredoc; ssh gets the token on its stdin from a builtin."""
         script = join()
         assert "k create -f - -o name 2>&1 <<EOF" in script
-        assert "printf '%s.%s\\n' \"$token_id\" \"$token_secret\" \\\n  | SHELL=/bin/sh timeout" in script
+        assert "  printf '%s.%s\\n' \"$token_id\" \"$token_secret\" \\\n    | SHELL=/bin/sh timeout" in script
         for line in script.splitlines():
             if "$token_secret" in line:
-                assert line.strip().startswith(("token-secret:", "out=$(printf", "token_secret=$(")), line
+                assert line.strip().startswith(("token-secret:", "printf '%s.%s\\n' \"$token_id\"",
+                                                "token_secret=$(")), line
 
     def test_the_admin_kubeconfig_stays_in_a_private_file_here(self):
         script = join()

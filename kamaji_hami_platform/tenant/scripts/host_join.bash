@@ -5,10 +5,12 @@ set -u
 @tenant_kubectl@
 node=@node@
 ca_hash=${@ca_hash_env@:-}
-token_id="" expiration=""
+token_id="" expiration="" join=""
 fail() { printf 'host %s: %s\n' "$node" "$1" | redact >&2; exit 1; }
 # The token goes in every case: after the join, after a failure, on a signal.
 cleanup() {
+  # A join still running (a signal, a refused request) is stopped.
+  [ -z "$join" ] || kill "$join" 2>/dev/null
   if [ -n "$token_id" ] && ! k -n kube-system delete secret "bootstrap-token-$token_id" \
       --ignore-not-found >/dev/null 2>&1; then
     printf 'warning: host %s: bootstrap token %s could not be deleted; it expires by itself at %s\n' \
@@ -27,6 +29,8 @@ else
     *) fail "the tenant API does not answer this host ($found): check that Pulumi's host is in management.apiClientCidrs" ;;
   esac
 fi
+command -v openssl >/dev/null \
+  || fail "openssl is not installed on Pulumi's host: the join reads the kubelet's certificate request with it"
 ca_data=$(sed -n 's/^ *certificate-authority-data: *//p' "$kc" | head -n 1)
 server=$(sed -n 's/^ *server: *//p' "$kc" | head -n 1)
 endpoint=${server#https://}
@@ -66,10 +70,27 @@ remote=$(cat <<'KHP_REMOTE'
 KHP_REMOTE
 )
 remote="$remote $(printf '%q ' "$ca_hash" "$ca_data" "$endpoint" "$konnectivity" "$node_state")"
+@csr_approval@
 status=0
-# SHELL: ssh runs a ProxyCommand with $SHELL; the options are written for /bin/sh.
-out=$(printf '%s.%s\n' "$token_id" "$token_secret" \
-  | SHELL=/bin/sh timeout @join_timeout@ @ssh@ "$remote" 2>&1) || status=$?
+# SHELL: ssh runs a ProxyCommand with $SHELL; the options are written for /bin/sh. In the
+# background, so the kubelet's certificate request is judged here while the host joins: a
+# subshell that stops the session when told (TERM; timeout passes it on to ssh) and exits, never
+# killed by a signal itself, with the session's status.
+(
+  trap 'kill "$session" 2>/dev/null' TERM
+  printf '%s.%s\n' "$token_id" "$token_secret" \
+    | SHELL=/bin/sh timeout @join_timeout@ @ssh@ "$remote" &
+  session=$!
+  wait "$session"
+) > "$tmp/join.out" 2>&1 &
+join=$!
+while kill -0 "$join" 2>/dev/null; do
+  judge_csrs || fail "a certificate request made with this join's token, $csr_refused, is not this host's kubelet's (signer @kubelet_signer@, CN=system:node:$node, O=@nodes_group@): it was denied and the join stopped; a host, or whoever answers at @where@, that asks for another identity is not to be trusted"
+  sleep @csr_poll_seconds@
+done
+wait "$join" || status=$?
+join=""
+out=$(cat "$tmp/join.out")
 case "$status" in
   0) printf '%s\n' "$out" | redact ;;
   @ssh_failed@) fail "the SSH session to @where@ failed (no answer, a host key other than the pinned one, or a dropped connection): $out" ;;
