@@ -36,6 +36,9 @@ JOIN_ID_ENV = resource_inputs.WORKER_JOIN_ID_ENV
 REDACT_SED = node_join.REDACT_SED
 # A bootstrap token lives this long (its Secret's `expiration`), enough for one join.
 BOOTSTRAP_TOKEN_MINUTES = 10
+# How far the Pulumi host's clock, which sets the token's expiration, may be from the tenant API
+# server's, which judges it (issue 38): the join refuses to go on beyond.
+CLOCK_SKEW_SECONDS = 60
 # The group of a host's token: bound to what the join needs, never to auto-approval; the join
 # approves the kubelet's one certificate request itself (tenant/host_join_access.py).
 BOOTSTRAP_TOKEN_GROUP = host_join_access.JOIN_GROUP
@@ -252,7 +255,8 @@ def join_script(tenant: TenantConfig, host: HostConfig, owner: Ownership, konnec
     return render_script(
         _PACKAGE, "host_join.bash", tenant_kubectl=tenant_kubectl(), node=host.name,
         ca_hash_env=Text(CA_HASH_ENV), konnectivity_port=konnectivity_port,
-        token_minutes=BOOTSTRAP_TOKEN_MINUTES, bootstrap_group=Text(BOOTSTRAP_TOKEN_GROUP),
+        token_minutes=BOOTSTRAP_TOKEN_MINUTES, clock_skew_seconds=CLOCK_SKEW_SECONDS,
+        bootstrap_group=Text(BOOTSTRAP_TOKEN_GROUP),
         ssh_dir_env=Text(host_ssh.SSH_DIR_ENV), key_files=Shell(host_ssh.key_files(host)),
         # The remote command in a quoted heredoc: its line, then the heredoc's end.
         remote=Shell(host_ssh.remote_command(host, remote_join_script(tenant, host, owner)) + "\n"),

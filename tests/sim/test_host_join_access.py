@@ -283,3 +283,19 @@ def test_one_approval_per_join_and_none_for_another_joins_requests(tenant):
     assert f"rc=1 approved={first} refused={second} (signer {SIGNER}" in judged.stdout, judged.stdout
     decisions = (tenant.decision(first), tenant.decision(second), tenant.decision(others))
     assert decisions == ("Approved", "Denied", None)
+
+
+def test_the_token_secrets_create_prints_the_api_servers_stamp_the_join_reads_its_clock_from(tenant):
+    """The join reads the tenant's clock from its create of the token (`-o jsonpath=` of the
+    Secret's creationTimestamp, host_join.bash): a UTC time in whole seconds, which GNU date
+    parses, within a second or two of this machine's clock (the same clock here)."""
+    before, token_id = int(time.time()), _random(6)
+    created = tenant.api.kubectl(
+        "create", "-f", "-", "-o", "jsonpath={.metadata.creationTimestamp}", stdin=json.dumps({
+            "apiVersion": "v1", "kind": "Secret", "type": "bootstrap.kubernetes.io/token",
+            "metadata": {"name": f"bootstrap-token-{token_id}", "namespace": "kube-system"},
+            "stringData": {"token-id": token_id, "token-secret": _random(16)}}))
+    assert created.returncode == 0, created.stderr
+    stamped = subprocess.run(["date", "-u", "-d", created.stdout, "+%s"], capture_output=True, text=True,
+                             check=True, timeout=COMMAND_TIMEOUT).stdout
+    assert before - 1 <= int(stamped) <= time.time() + 1, created.stdout

@@ -247,7 +247,12 @@ case "$verb" in
     printf '%s\n' "$doc" > "$S/secrets/$secret.yaml"
     chmod 644 "$S/secrets/$secret.yaml"
     printf '%s\n---\n' "$doc" >> "$S/minted"
-    echo "secret/$secret"
+    case "$output" in
+      # The API server's stamp, by its clock: this machine's, or off by what the state says.
+      *creationTimestamp*)
+        date -u -d "@$(( $(date +%s) + $(cat "$S/clock-offset" 2>/dev/null || echo 0) ))" +%Y-%m-%dT%H:%M:%SZ ;;
+      *) echo "secret/$secret" ;;
+    esac
     exit 0 ;;
   delete)
     if [ "$kind" = secret ]; then

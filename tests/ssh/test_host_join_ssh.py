@@ -216,6 +216,25 @@ class TestJoin:
         assert result.returncode == 0, result.output
         assert "systemctl enable kubelet" in box.argv_log()
 
+    @pytest.mark.parametrize(("offset", "said"), [(-120, "ahead of"), (120, "behind")])
+    def test_a_clock_off_the_tenant_apis_by_over_a_minute_stops_the_join_before_the_host(
+            self, box, offset, said):
+        """The token's expiry is set by this host's clock and judged by the API server's: a skew
+        over a minute (either way) deletes the token and sends the host nothing."""
+        (box.tenant / "clock-offset").write_text(str(offset))
+        result = join(box, worker(box))
+        assert result.returncode != 0
+        assert f"host gpu-host-1: this host's clock is {abs(offset)}s {said} the tenant API server's" \
+            in result.stderr or f"{abs(offset) - 1}s {said}" in result.stderr, result.output
+        assert "set this host's clock right (NTP)" in result.stderr
+        assert_token_gone(box)
+        assert box.argv_log() == []
+
+    def test_a_clock_within_a_minute_of_the_tenant_apis_joins(self, box):
+        (box.tenant / "clock-offset").write_text("-50")
+        result = join(box, worker(box))
+        assert result.returncode == 0, result.output
+
     def test_a_second_run_is_harmless(self, box):
         host = worker(box)
         assert join(box, host).returncode == 0

@@ -42,7 +42,11 @@ token_id=$(LC_ALL=C tr -dc 'a-z0-9' < /dev/urandom | head -c 6)
 token_secret=$(LC_ALL=C tr -dc 'a-z0-9' < /dev/urandom | head -c 16)
 expiration=$(date -u -d "+@token_minutes@ minutes" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null \
   || date -u -v+@token_minutes@M +%Y-%m-%dT%H:%M:%SZ)
-if ! out=$(k create -f - -o name 2>&1 <<EOF
+# The token's expiry is this host's clock's; the API server's stamp on the Secret says how far
+# that clock is from the tenant's (a clock behind makes a token that has expired already, one
+# ahead a token that lives longer than minutes).
+sent=$(date -u +%s)
+if ! out=$(k create -f - -o 'jsonpath={.metadata.creationTimestamp}' 2>&1 <<EOF
 apiVersion: v1
 kind: Secret
 metadata:
@@ -61,6 +65,15 @@ EOF
 ); then
   token_id=""
   fail "cannot create a bootstrap token in the tenant: $out"
+fi
+answered=$(date -u +%s)
+stamped=$(date -u -d "$out" +%s 2>/dev/null || date -j -u -f %Y-%m-%dT%H:%M:%SZ "$out" +%s 2>/dev/null) \
+  || fail "the tenant API server stamped the bootstrap token '$out', not a time"
+# The stamp is whole seconds, truncated: within [sent - 1, answered] when the clocks agree.
+if [ "$stamped" -lt $(( sent - 1 - @clock_skew_seconds@ )) ]; then
+  fail "this host's clock is $(( sent - stamped ))s ahead of the tenant API server's (at most @clock_skew_seconds@s): the bootstrap token would live longer than @token_minutes@ minutes; set this host's clock right (NTP) and run again"
+elif [ "$stamped" -gt $(( answered + @clock_skew_seconds@ )) ]; then
+  fail "this host's clock is $(( stamped - answered ))s behind the tenant API server's (at most @clock_skew_seconds@s): the bootstrap token would expire before the join; set this host's clock right (NTP) and run again"
 fi
 @ssh_dir_env@="$tmp"; export @ssh_dir_env@
 @key_files@
