@@ -250,7 +250,8 @@ case "$verb" in
     case "$output" in
       # The API server's stamp, by its clock: this machine's, or off by what the state says.
       *creationTimestamp*)
-        date -u -d "@$(( $(date +%s) + $(cat "$S/clock-offset" 2>/dev/null || echo 0) ))" +%Y-%m-%dT%H:%M:%SZ ;;
+        offset=$(cat "$S/clock-offset" 2>/dev/null || echo 0)
+        date -u -d "@$(( $(date +%s) + offset ))" +%Y-%m-%dT%H:%M:%SZ ;;
       *) echo "secret/$secret" ;;
     esac
     exit 0 ;;
