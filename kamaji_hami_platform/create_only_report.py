@@ -21,6 +21,7 @@ from typing import Any
 
 import pulumi
 
+from kamaji_hami_platform import state_backend
 from kamaji_hami_platform.config import ManagementConfig, PlatformConfig
 from kamaji_hami_platform.create_only_guards import guard_name
 from kamaji_hami_platform.management import render as management_render
@@ -83,19 +84,6 @@ def changed_settings(recorded: Mapping[str, Any], platform: PlatformConfig) -> l
     return messages
 
 
-# The organization a DIY (file) backend reports: its legacy layout takes only a bare stack name
-# (pulumi pkg/backend/diy/store.go; state.go), which both of its layouts read as this project's.
-DIY_ORGANIZATION = "organization"
-
-
-def own_stack_name() -> str:
-    """This stack, as a StackReference names it on the backend in use."""
-    organization = pulumi.get_organization()
-    if organization == DIY_ORGANIZATION:
-        return pulumi.get_stack()
-    return f"{organization}/{pulumi.get_project()}/{pulumi.get_stack()}"
-
-
 def report_changed_settings(platform: PlatformConfig) -> None:
     """In a preview: compare with this stack's previous outputs and report each changed setting as
     an error diagnostic, next to the engine's refusal at its guard (which is what fails the
@@ -103,7 +91,7 @@ def report_changed_settings(platform: PlatformConfig) -> None:
     `make up` checks the state first): the read of the stack's own outputs stays out of `up`."""
     if not pulumi.runtime.is_dry_run():
         return
-    previous = pulumi.StackReference(PREVIOUS_DEPLOYMENT, stack_name=own_stack_name())
+    previous = pulumi.StackReference(PREVIOUS_DEPLOYMENT, stack_name=state_backend.own_stack_name())
 
     def report(recorded: Any) -> list[str]:
         messages = changed_settings(recorded if isinstance(recorded, Mapping) else {}, platform)

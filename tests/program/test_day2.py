@@ -8,6 +8,7 @@ created, updated, replaced or deleted, and in which order).
 from __future__ import annotations
 
 import copy
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -488,17 +489,39 @@ class TestThePlatformsOwnWordsInThePreview:
         assert ("(the engine refuses it at management-create-only-nodeImage and management-kind; "
                 in errors[0]), errors
 
-    def test_the_stack_is_named_as_its_backend_names_it(self, monkeypatch):
+    def test_the_stack_is_named_as_its_backend_names_it(self, monkeypatch, tmp_path):
+        """A DIY backend (by PULUMI_BACKEND_URL, the project file's backend.url or the stored
+        login, in pulumi's order) gets the bare name both of its layouts take; Pulumi Cloud the
+        full name, also for an organization literally named `organization`, which a bare name
+        would look up in the user's default organization."""
         import pulumi
 
-        from kamaji_hami_platform import create_only_report
+        from kamaji_hami_platform import state_backend
 
+        home, project = tmp_path / "home", tmp_path / "project"
+        home.mkdir()
+        project.mkdir()
         monkeypatch.setattr(pulumi, "get_project", lambda: "kamaji-hami-platform")
         monkeypatch.setattr(pulumi, "get_stack", lambda: "dev")
-        monkeypatch.setattr(pulumi, "get_organization", lambda: "organization")  # a file backend's
-        assert create_only_report.own_stack_name() == "dev"
-        monkeypatch.setattr(pulumi, "get_organization", lambda: "acme")  # Pulumi Cloud
-        assert create_only_report.own_stack_name() == "acme/kamaji-hami-platform/dev"
+        monkeypatch.setenv("PULUMI_HOME", str(home))
+        monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
+
+        def name(organization: str) -> str:
+            monkeypatch.setattr(pulumi, "get_organization", lambda: organization)
+            return state_backend.own_stack_name(project)
+
+        full = "organization/kamaji-hami-platform/dev"
+        assert name("acme") == "acme/kamaji-hami-platform/dev"
+        assert name("organization") == full  # no login stored: Pulumi Cloud
+        (home / "credentials.json").write_text(json.dumps({"current": "https://api.pulumi.com"}))
+        assert name("organization") == full
+        (home / "credentials.json").write_text(json.dumps({"current": "file://~"}))
+        assert name("organization") == "dev"
+        (project / "Pulumi.yaml").write_text("name: p\nruntime: python\nbackend:\n  url: https://pulumi.example.com\n")
+        assert name("organization") == full  # the project's backend before the stored login
+        monkeypatch.setenv("PULUMI_BACKEND_URL", "s3://state-bucket/platform")
+        assert name("organization") == "dev"  # the environment before both
+        assert name("acme") == "acme/kamaji-hami-platform/dev"
 
     def test_an_unchanged_config_or_a_stack_never_deployed_says_nothing(
             self, two_workers, before, monkeypatch):
