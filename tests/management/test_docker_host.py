@@ -16,6 +16,7 @@ pytestmark = pytest.mark.unit
 def fake_docker_info(tmp_path: Path, driver: str, driver_status: str, security: str) -> Path:
     """A folder with a stand-in docker whose `info` reports these facts."""
     stand_in(tmp_path / "bin", "docker", f"""#!/bin/sh
+[ -z "${{DOCKER_CALLS:-}}" ] || printf '%s\\n' "$*" >> "$DOCKER_CALLS"
 case "$*" in
   *SecurityOptions*) echo '{security}' ;;
   *DriverStatus*) echo '{driver_status}' ;;
@@ -44,6 +45,18 @@ def test_the_host_check_prints_what_kind_would_add(tmp_path, driver, status, sec
     result = run_script(docker_host.host_flags_script(), shell="sh", tools=(tools,))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == flags
+
+
+def test_running_the_check_again_prints_the_same_and_only_reads(tmp_path):
+    """An update runs the create again (issue 38, item 7): the detection only asks `docker info`."""
+    tools = fake_docker_info(tmp_path, "overlay2", OVERLAY_XFS, PLAIN)
+    recorded = tmp_path / "calls"
+    first, again = (run_script(docker_host.host_flags_script(), shell="sh", tools=(tools,),
+                               env={"DOCKER_CALLS": str(recorded)}) for _ in range(2))
+    assert first.returncode == again.returncode == 0, first.stderr + again.stderr
+    assert first.stdout == again.stdout == "--volume /dev/mapper:/dev/mapper\n"
+    calls = recorded.read_text().splitlines()
+    assert calls and all(call.startswith("info ") for call in calls), calls
 
 
 def test_a_docker_that_does_not_answer_fails_the_check(tmp_path):

@@ -36,6 +36,15 @@ class TestKamajiWebhookWait:
         assert len(dry_runs) == 4
         assert dry_runs[0].startswith(f"exec -i {NODE} kubectl --kubeconfig /etc/kubernetes/admin.conf")
 
+    def test_running_it_again_makes_dry_runs_only(self, tmp_path):
+        """An update runs the create again (issue 38, item 7): each run only asks with a dry run."""
+        script = kamaji_webhook.kamaji_webhook_wait_script(MANAGEMENT, attempts=5, interval=0)
+        for _ in range(2):
+            result = run(script, tmp_path)
+            assert result.returncode == 0, result.stderr
+        kubectl = [c for c in calls(tmp_path) if " kubectl " in c]
+        assert len(kubectl) == 2 and all("create --dry-run=server" in c for c in kubectl), kubectl
+
     def test_fails_after_its_bound_naming_the_last_error(self, tmp_path):
         script = kamaji_webhook.kamaji_webhook_wait_script(MANAGEMENT, attempts=3, interval=0)
         result = run(script, tmp_path, FAKE_WEBHOOK_FAILURES="10")

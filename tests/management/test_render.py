@@ -86,6 +86,14 @@ class TestKind:
         assert kind_calls(tmp_path)[-1] == "delete cluster --name mgmt --kubeconfig .kind/mgmt.kubeconfig"
         assert not (tmp_path / ".kind" / "mgmt.kubeconfig").exists()
 
+    def test_the_kubeconfig_command_only_reads_so_running_it_again_is_harmless(self, tmp_path):
+        """An update runs the create again (issue 38, item 7): `kind get kubeconfig` only reads the
+        node's admin kubeconfig (kind v0.31.0 pkg/cluster/internal/kubeconfig/kubeconfig.go)."""
+        command = render.kind_kubeconfig_command(ManagementConfig(name="mgmt"))
+        for _ in range(2):
+            assert run_with_kind(command, tmp_path, clusters="mgmt").returncode == 0
+        assert kind_calls(tmp_path) == ["get kubeconfig --name mgmt"] * 2
+
     def test_delete_tolerates_a_missing_cluster(self, tmp_path):
         result = run_with_kind(render.kind_delete_script(ManagementConfig(name="mgmt")), tmp_path,
                                clusters="other")

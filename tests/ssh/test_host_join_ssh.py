@@ -837,6 +837,13 @@ class TestReady:
         host = worker(box)
         assert host_join.kubelet_skew_problem(tenant_config(host), host, result.stdout) is None
 
+    def test_running_it_again_only_reads_the_node(self, box):
+        """An update runs the create again (issue 38, item 7): the wait only reads the Node."""
+        first, again = self.ready(box), self.ready(box)
+        assert first.returncode == again.returncode == 0, first.output + again.output
+        assert first.stdout == again.stdout
+        assert kubectl_verbs(box) and {verb.split()[0] for verb in kubectl_verbs(box)} == {"get"}
+
     def test_what_it_reports_holds_a_later_tenant_version_to_the_skew_policy(self, box):
         (box.tenant / "kubelet-version").write_text("v1.31.9\n")
         result = self.ready(box)

@@ -70,6 +70,18 @@ class TestTenantAdminAccess:
         assert result.returncode == 0, result.stderr
         assert len([c for c in calls(tmp_path) if "auth can-i" in c]) == 3
 
+    def test_running_it_again_only_asks_again_and_removes_its_file_again(self, tenant, tmp_path):
+        """An update runs the create again (issue 38, item 7): it writes its temporary kubeconfig,
+        asks `auth can-i` and removes the file, each time; nothing else."""
+        script = admin_access.tenant_admin_access_script(tenant, MANAGEMENT, bound=30, interval=0)
+        for _ in range(2):
+            result = run(script, tmp_path)
+            assert result.returncode == 0, result.stderr
+        conf = "/tmp/tenant-a-admin-access.conf"
+        kinds = ["write" if "cat > " in c else "ask" if "auth can-i" in c
+                 else "remove" if f"rm -f {conf}" in c else c for c in calls(tmp_path)]
+        assert kinds == ["write", "ask", "remove"] * 2, calls(tmp_path)
+
     def test_kubeconfig_reaches_the_node_over_stdin_and_is_removed(self, tenant, tmp_path):
         script = admin_access.tenant_admin_access_script(tenant, MANAGEMENT, bound=0, interval=0)
         run(script, tmp_path)

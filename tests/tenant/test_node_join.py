@@ -77,6 +77,28 @@ class TestCreate:
         assert "swapoff" not in script, "never turn off the host's swap"
 
 
+class TestWorkerImage:
+    def test_the_image_is_pulled_once_and_found_when_the_create_runs_again(self, tmp_path):
+        """An update runs the create again (issue 38, item 7): a present image is not pulled again
+        (an air-gapped host that mirrored it keeps working)."""
+        image = "kindest/node:v1.35.0"
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "docker").write_text(f"""#!/bin/sh
+printf '%s\\n' "$*" >> {tmp_path}/calls
+case "$1 $2" in
+  "image inspect") [ -f {tmp_path}/pulled ] ;;
+  "pull {image}") touch {tmp_path}/pulled ;;
+esac
+""")
+        (bin_dir / "docker").chmod(0o755)
+        first, again = (run_script(node_join.image_pull_script(image), shell="sh", tools=(bin_dir,))
+                        for _ in range(2))
+        assert first.returncode == again.returncode == 0, first.stderr + again.stderr
+        assert again.stdout.strip() == f"image {image} present"
+        assert [c for c in calls(tmp_path) if not c.startswith("image inspect")] == [f"pull {image}"]
+
+
 class TestOtherStacksContainers:
     """Two stacks on one host whose tenants share a name must not adopt or delete each other's
     workers (the lifecycle run beside the dev stack)."""
