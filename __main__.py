@@ -46,6 +46,10 @@ def secret(text: SecretText) -> pulumi.Output[str]:
     return pulumi.Output.secret(text.value)
 
 
+# In a preview, the platform's own message for a create-only setting changed since the last
+# deployment, said before the engine can refuse it (kamaji_hami_platform/create_only_report.py).
+create_only_report.report_changed_settings(platform)
+
 management_args = ManagementClusterArgs(management=management_settings(platform.management))
 if platform.management_kubeconfig is not None:
     management_args["kubeconfig"] = secret(platform.management_kubeconfig)
@@ -85,14 +89,12 @@ gpu_pools = {
     for tenant in platform.tenants
 }
 
-# Each create-only setting's value, and the platform's own message for one changed since the last
-# deployment, next to the engine's refusal (kamaji_hami_platform/create_only_report.py).
+# Each create-only setting's value, which the next preview's message compares with the config.
 # Each guard's value as its state holds it, not the config's: a targeted `up` that left a guard out
 # must not record a value the platform never took.
 pulumi.export(create_only_report.OUTPUT, {**management.create_only_values,
                                           **{guard: value for tenant in tenants.values()
                                              for guard, value in tenant.create_only_values.items()}})
-create_only_report.report_changed_settings(platform)
 pulumi.export("managementKubeconfig", management.kubeconfig)
 pulumi.export("metallbPoolRange", management.pool_range)
 pulumi.export("tenants", {

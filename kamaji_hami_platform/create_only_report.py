@@ -84,19 +84,47 @@ def changed_settings(recorded: Mapping[str, Any], platform: PlatformConfig) -> l
     return messages
 
 
-def report_changed_settings(platform: PlatformConfig) -> None:
+def refusing_resources(platform: PlatformConfig) -> set[str]:
+    """The resources the engine refuses a changed create-only setting at: every guard, and the
+    kind cluster (which keeps its own settings in its replacement trigger)."""
+    names = {setting.guard for setting in guarded_settings(platform)}
+    if platform.management.is_kind:
+        names.add(f"{MANAGEMENT_COMPONENT}-{management_render.KIND_CLUSTER_RESOURCE}")
+    return names
+
+
+def report_changed_settings(platform: PlatformConfig) -> pulumi.Output[pulumi.Resource] | None:
     """In a preview: compare with this stack's previous outputs and report each changed setting as
     an error diagnostic, next to the engine's refusal at its guard (which is what fails the
     preview: a diagnostic alone does not). Not in an update, which that refusal stops anyway (and
-    `make up` checks the state first): the read of the stack's own outputs stays out of `up`."""
+    `make up` checks the state first): the read of the stack's own outputs stays out of `up`.
+
+    Call it before any resource it names is constructed: from then on each of them
+    (refusing_resources) waits for the report, so the engine's refusal, which stops the preview,
+    can never come before the platform's message (a log without a resource is sent at once,
+    pulumi sdk/python/lib/pulumi/log.py `_log`). Returns what they wait for (None outside a
+    preview)."""
     if not pulumi.runtime.is_dry_run():
-        return
+        return None
     previous = pulumi.StackReference(PREVIOUS_DEPLOYMENT, stack_name=state_backend.own_stack_name())
 
-    def report(recorded: Any) -> list[str]:
-        messages = changed_settings(recorded if isinstance(recorded, Mapping) else {}, platform)
-        for message in messages:
+    def report(recorded: Any) -> pulumi.Resource:
+        for message in changed_settings(recorded if isinstance(recorded, Mapping) else {}, platform):
             pulumi.log.error(message)
-        return messages
+        return previous
 
-    previous.get_output(OUTPUT).apply(report)
+    reported = previous.get_output(OUTPUT).apply(report)
+    waiting = refusing_resources(platform)
+
+    def wait_for_the_report(
+            args: pulumi.ResourceTransformationArgs) -> pulumi.ResourceTransformationResult | None:
+        if args.name not in waiting:
+            return None
+        after_the_report = pulumi.ResourceOptions(depends_on=[reported])
+        return pulumi.ResourceTransformationResult(args.props,
+                                                   pulumi.ResourceOptions.merge(args.opts, after_the_report))
+
+    # SDK-side (the program's own, at each resource's construction): it works under the unit
+    # tier's mocks as under the engine, and needs no callback server.
+    pulumi.runtime.register_stack_transformation(wait_for_the_report)
+    return reported

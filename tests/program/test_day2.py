@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from kamaji_hami_platform.config import parse_config
 from kamaji_hami_platform.create_only_guards import GUARD_VALUE_ENV, CreateOnlySetting, guard_script
 from kamaji_hami_platform.management import render as management_render
 from kamaji_hami_platform.tenant import node_join
@@ -488,6 +489,40 @@ class TestThePlatformsOwnWordsInThePreview:
         assert len(errors) == 1
         assert ("(the engine refuses it at management-create-only-nodeImage and management-kind; "
                 in errors[0]), errors
+
+    def test_the_message_is_said_before_the_engine_gets_a_resource_that_refuses_the_change(
+            self, two_workers, before, monkeypatch):
+        """The engine's refusal at a guard or at the kind cluster stops the preview: the message
+        must reach it first. Each such resource waits for the report (issue 38, item 10): its
+        registration comes after the message and names the StackReference among its
+        dependencies. Without the wait, every guard was registered before the message."""
+        import pulumi
+
+        from kamaji_hami_platform import create_only_report
+
+        events: list[str] = []
+        monkeypatch.setattr(pulumi.log, "error", lambda message, *_, **__: events.append("message"))
+        original = harness.RecordingMonitor.RegisterResource
+        dependencies: dict[str, list[str]] = {}
+
+        def spy(monitor, request):
+            events.append(request.name)
+            dependencies[request.name] = list(request.dependencies)
+            return original(monitor, request)
+
+        monkeypatch.setattr(harness.RecordingMonitor, "RegisterResource", spy)
+        previous = {"createOnlySettings": before.exports["createOnlySettings"]}
+        new_image = changed(two_workers, lambda c: edit_setting(c, *MANAGEMENT_CHANGES["nodeImage"]))
+        run_program(new_image, preview=True, mocks=harness.PlatformMocks(previous_outputs=previous))
+        refusing = create_only_report.refusing_resources(parse_config(new_image))
+        assert "management-kind" in refusing and "management-create-only-nodeImage" in refusing
+        said = events.index("message")
+        for name in refusing:
+            assert events.index(name) > said, (name, events[:said + 1])
+            assert any(urn.endswith("::previous-deployment") for urn in dependencies[name]), name
+        # Only those wait: the rest of the preview does not queue behind the stack's own outputs.
+        assert not any(urn.endswith("::previous-deployment") for name, deps in dependencies.items()
+                       if name not in refusing for urn in deps)
 
     def test_the_stack_is_named_as_its_backend_names_it(self, monkeypatch, tmp_path):
         """A DIY backend (by PULUMI_BACKEND_URL, the project file's backend.url or the stored
