@@ -9,8 +9,8 @@ answers at its address) could so become any node of the tenant.
 
 A host's token is in a group of its own instead (JOIN_GROUP), bound here to what `kubeadm join`
 reads and the kubelet's TLS bootstrap posts, and to nothing that approves: its certificate request
-waits until the local join script approves exactly the one for this host's name
-(scripts/host_csr_approval.sh). Containers of kind mode keep kubeadm's group: they are the
+waits until the local join script approves it, and only a request for this host's kubelet
+(scripts/host_csr_approval.bash). Containers of kind mode keep kubeadm's group: they are the
 platform's own, on the platform's machine.
 
 The bindings are kubeadm's for its node group (v1.35.4 cmd/kubeadm/app/phases/bootstraptoken/node/
@@ -18,7 +18,9 @@ tlsbootstrap.go AllowBootstrapTokensToPostCSRs, AllowBootstrapTokensToGetNodes; 
 uploadconfig.go NodesKubeadmConfigClusterRoleName; kubelet/config.go KubeletBaseConfigMapRole), to
 the same roles Kamaji creates (internal/kubeadm/bootstraptoken.go, uploadconfig.go), without
 AutoApproveNodeBootstrapTokens (`kubeadm:node-autoapprove-bootstrap`), the kube-proxy ConfigMap
-role (the join does not read it) and copycerts (control-plane joins). The sim tier checks this set
+role (the join tries to read it and goes on without it, as the platform runs its own kube-proxy:
+v1.35.4 cmd/kubeadm/app/componentconfigs/configset.go, kubeproxy.go, an optional config) and
+copycerts (control-plane joins). The sim tier checks this set
 against the bindings real kubeadm creates (tests/sim/test_host_join_access.py).
 Rationale: docs/design/worker-hosts.md.
 """

@@ -32,15 +32,21 @@ POLICY_KIND = "ValidatingAdmissionPolicy"
 BINDING_KIND = "ValidatingAdmissionPolicyBinding"
 NAME = f"{PROJECT}-nodes"
 NODES_GROUP = "system:nodes"
-# What is judged: a kubelet's CREATE and UPDATE of a Node and its status. A kubelet registers by a
-# CREATE, and a removed node's Node is gone (its leave deleted it), so a CREATE is its only way back;
-# a server-side apply that would create the object is admitted as a CREATE too (k8s.io/apiserver
+# What is judged: a kubelet's CREATE and UPDATE of a Node. A kubelet registers by a CREATE, and a
+# removed node's Node is gone (its leave deleted it), so a CREATE is its only way back; a
+# server-side apply that would create the object is admitted as a CREATE too (k8s.io/apiserver
 # v0.35.4 pkg/endpoints/handlers/patch.go applyAdmission). An UPDATE (a PATCH is one) of a Node the
-# list does not name is refused too: a kubelet keeps its certificate for a year, and what it
-# reports of a Node the config dropped (capacity, labels, conditions) must not be believed
-# meanwhile (issue 38). Its Lease renewals still count as heartbeats (pkg/controller/nodelifecycle/
-# node_lifecycle_controller.go tryUpdateNodeHealth): deleting its Node, as the leave does, is what
-# stops it. Only kubelets (group system:nodes; each can create and update only its own Node,
+# list does not name is refused too: a kubelet keeps its certificate for a year, and it must not
+# change the labels, annotations or taints of a Node the config dropped (issue 38). Its status
+# (the `nodes/status` subresource, which a rule for `nodes` does not match: k8s.io/apiserver
+# v0.35.4 pkg/admission/plugin/webhook/predicates/rules/rules.go Matcher.resource, which the policy
+# matcher uses) is not judged: the leave drains such a node after the list shrank, and the
+# attach/detach controller detaches a moved pod's volumes only once the kubelet reports them
+# unmounted (status.volumesInUse; pkg/controller/volume/attachdetach/reconciler/reconciler.go),
+# so a refused status would hold them until the Node is deleted. Nor does refusing it take the
+# Node out of service: its Lease renewals count as heartbeats (pkg/controller/nodelifecycle/
+# node_lifecycle_controller.go tryUpdateNodeHealth); deleting the Node, as the leave does, does.
+# Only kubelets (group system:nodes; each can create and update only its own Node,
 # NodeRestriction): the platform, Kamaji and kube-controller-manager never act as nodes, and the
 # platform's own requests (as the tenant's admin) must never be refused, e.g. the leave's drain
 # and delete after the list has shrunk (Pulumi deletes what the config dropped after every
@@ -48,11 +54,7 @@ NODES_GROUP = "system:nodes"
 # NodePatch's delete, a server-side apply (pulumi-kubernetes v4.32.0 provider/pkg/ssa actions.go
 # Relinquish) that creates a bare Node when the node is already gone and no longer listed.
 OPERATIONS = ("CREATE", "UPDATE")
-# A kubelet's status reports go to the status subresource, which a rule names apart
-# (k8s.io/apiserver v0.35.4 pkg/admission/plugin/policy/matching/matching.go uses
-# pkg/admission/plugin/webhook/predicates/rules/rules.go Matcher.resource: "nodes" matches no
-# subresource).
-RESOURCES = ("nodes", "nodes/status")
+RESOURCES = ("nodes",)
 
 
 def node_names(tenant: TenantConfig) -> list[str]:

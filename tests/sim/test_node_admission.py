@@ -168,18 +168,20 @@ def test_the_platforms_own_requests_are_not_judged(api, kubelet):
 
 def test_after_the_list_shrinks_a_removed_node_cannot_come_back(api, kubelet):
     """workers 2 -> 1: the policy is updated first, and the removed node's kubelet, still holding
-    a valid certificate, can no longer report on its Node (status or metadata); its leave then
-    cordons (the drain's first step, a PATCH, as the admin) and deletes its Node; the kubelet can
-    no longer register. The listed node keeps working."""
+    a valid certificate, can no longer change its Node's metadata; its status reports still pass
+    (the drain's volume detach waits for them); its leave then cordons (the drain's first step, a
+    PATCH, as the admin) and deletes its Node; the kubelet can no longer register. The listed node
+    keeps working."""
     removed, kept = "tenant-a-worker-1", "tenant-a-worker-0"
     apply_policy(api, tenant_with(1), kubelet)
     wait_until_refused(api, kubelet, removed)
-    report = {"status": {"capacity": {"nvidia.com/gpu": "8"}}}
-    for path in (f"/api/v1/nodes/{removed}/status", f"/api/v1/nodes/{removed}"):
-        code, body = kubelet_patch(api, kubelet(removed), path, report if "status" in path else
-                                   {"metadata": {"labels": {"gpu": "many"}}})
-        assert code == 403 and f"node {removed} is not a node of tenant tenant-a" in body, (path, body)
-    assert "nvidia.com/gpu" not in api.get("node", removed)["status"].get("capacity", {})
+    code, body = kubelet_patch(api, kubelet(removed), f"/api/v1/nodes/{removed}",
+                               {"metadata": {"labels": {"gpu": "many"}}})
+    assert code == 403 and f"node {removed} is not a node of tenant tenant-a" in body, body
+    assert "gpu" not in api.get("node", removed)["metadata"].get("labels", {})
+    unmounted = {"status": {"volumesInUse": []}}
+    code, body = kubelet_patch(api, kubelet(removed), f"/api/v1/nodes/{removed}/status", unmounted)
+    assert code == 200, body
     for leave in (("cordon", removed), ("delete", "node", removed)):
         result = api.kubectl(*leave)
         assert result.returncode == 0, result.stderr

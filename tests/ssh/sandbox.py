@@ -243,6 +243,8 @@ case "$verb" in
       exit 1
     fi
     doc=$(cat)
+    # A warning the API server sends along (a Warning header), which kubectl prints on stderr.
+    [ -f "$S/create-warning" ] && echo "Warning: $(cat "$S/create-warning")" >&2
     secret=$(printf '%s\n' "$doc" | sed -n 's/^  name: //p' | head -n 1)
     printf '%s\n' "$doc" > "$S/secrets/$secret.yaml"
     chmod 644 "$S/secrets/$secret.yaml"

@@ -203,7 +203,7 @@ class TestJoin:
         refused = "host gpu-host-1: a certificate request made with this join's token, node-csr-"
         assert refused in result.stderr
         assert ("(signer kubernetes.io/kube-apiserver-client-kubelet, subject CN=system:node:gpu-host-2,"
-                "O=system:nodes), is not this host's kubelet's" in result.stderr), result.output
+                "O=system:nodes), is not for this host's kubelet" in result.stderr), result.output
         decisions = [line.split()[-2] for line in box.kubectl_log() if " certificate " in line]
         assert decisions == ["deny"]
         assert not any(" certificate approve " in line for line in box.kubectl_log())
@@ -232,6 +232,11 @@ class TestJoin:
 
     def test_a_clock_within_a_minute_of_the_tenant_apis_joins(self, box):
         (box.tenant / "clock-offset").write_text("-50")
+        result = join(box, worker(box))
+        assert result.returncode == 0, result.output
+
+    def test_a_warning_kubectl_prints_on_the_tokens_create_is_not_read_as_the_stamp(self, box):
+        (box.tenant / "create-warning").write_text("a policy warned about this Secret")
         result = join(box, worker(box))
         assert result.returncode == 0, result.output
 

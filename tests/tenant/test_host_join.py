@@ -90,7 +90,8 @@ class TestTheJoinFromHere:
     def test_the_token_never_reaches_a_command_line(self):
         """kubectl reads the Secret from a heredoc; ssh gets the token on its stdin from a builtin."""
         script = join()
-        assert "k create -f - -o 'jsonpath={.metadata.creationTimestamp}' 2>&1 <<EOF" in script
+        create = "k create -f - -o 'jsonpath={.metadata.creationTimestamp}' 2>\"$tmp/token.err\" <<EOF"
+        assert create in script
         assert "  printf '%s.%s\\n' \"$token_id\" \"$token_secret\" \\\n    | SHELL=/bin/sh timeout" in script
         for line in script.splitlines():
             if "$token_secret" in line:

@@ -54,13 +54,14 @@ class TestTheObjects:
         assert binding["spec"] == {"policyName": "kamaji-hami-platform-nodes", "validationActions": ["Deny"]}
         assert policy["spec"]["failurePolicy"] == "Fail"
 
-    def test_only_a_kubelets_create_and_update_of_a_node_and_its_status_are_judged(self, dev):
-        """A kubelet registers by CREATE and reports by UPDATE (its status is a subresource of its
-        own); deletes and the platform's own requests (as the tenant's admin) are never judged."""
+    def test_only_a_kubelets_create_and_update_of_a_node_are_judged(self, dev):
+        """A kubelet registers by CREATE and changes its Node's metadata by UPDATE; its status (a
+        subresource of its own, which the drain's volume detach relies on), deletes and the
+        platform's own requests (as the tenant's admin) are never judged."""
         spec = node_admission_objects(dev.tenants[0])[0]["spec"]
         assert spec["matchConstraints"] == {"resourceRules": [
             {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
-             "resources": ["nodes", "nodes/status"]}]}
+             "resources": ["nodes"]}]}
         assert spec["matchConditions"] == [{"name": "kubelets-only",
                                             "expression": '"system:nodes" in request.userInfo.groups'}]
 

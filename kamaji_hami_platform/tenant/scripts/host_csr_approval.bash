@@ -1,8 +1,11 @@
 # The kubelet's client certificate is approved here, by the tenant's admin, and nowhere else: the
 # join's token is in a group that nothing auto-approves (tenant/host_join_access.py). Of the
-# certificate requests that the token's user ($token_id) makes, exactly one is approved: the
-# first asking the kubelet signer for this host's name ($node). Any other is denied, and the join
-# stops. The requester is the API server's record (spec.username), which a client cannot set.
+# certificate requests that the token's user ($token_id) makes, only those for this host's
+# kubelet are approved: the kubelet signer, the subject system:node:$node in system:nodes (a
+# kubelet restarted before its certificate came asks again, with a new key: client-go
+# util/certificate/certificate_manager.go; that grants nothing more). Any other identity is
+# denied, and the join stops. The requester is the API server's record (spec.username), which a
+# client cannot set.
 csr_approved="" csr_refused=""
 # One line per pending request of this token: name, signer, the PEM request (base64).
 token_csrs() {
@@ -21,17 +24,16 @@ judge_csrs() {
   while read -r name signer request; do
     [ -n "$name" ] || continue
     subject=$(csr_subject "$request")
-    if [ -z "$csr_approved" ] && [ "$signer" = @kubelet_signer@ ] \
-        && [ "$subject" = "CN=system:node:$node,O=@nodes_group@" ]; then
+    if [ "$signer" = @kubelet_signer@ ] && [ "$subject" = "CN=system:node:$node,O=@nodes_group@" ]; then
       k certificate approve "$name" >/dev/null || return 0
-      csr_approved=$name
+      csr_approved="${csr_approved:+$csr_approved }$name"
       printf 'host %s: approved certificate request %s (%s)\n' "$node" "$name" "$subject"
     else
       k certificate deny "$name" >/dev/null 2>&1
       csr_refused="$name (signer $signer, subject ${subject:-unreadable})"
       return 1
     fi
-  done <<EOF
+  done <<EOS
 $csrs
-EOF
+EOS
 }

@@ -46,7 +46,8 @@ expiration=$(date -u -d "+@token_minutes@ minutes" +%Y-%m-%dT%H:%M:%SZ 2>/dev/nu
 # that clock is from the tenant's (a clock behind makes a token that has expired already, one
 # ahead a token that lives longer than minutes).
 sent=$(date -u +%s)
-if ! out=$(k create -f - -o 'jsonpath={.metadata.creationTimestamp}' 2>&1 <<EOF
+# Its stderr apart: a warning kubectl prints must not read as the stamp.
+if ! out=$(k create -f - -o 'jsonpath={.metadata.creationTimestamp}' 2>"$tmp/token.err" <<EOF
 apiVersion: v1
 kind: Secret
 metadata:
@@ -64,7 +65,7 @@ stringData:
 EOF
 ); then
   token_id=""
-  fail "cannot create a bootstrap token in the tenant: $out"
+  fail "cannot create a bootstrap token in the tenant: $(cat "$tmp/token.err")"
 fi
 answered=$(date -u +%s)
 stamped=$(date -u -d "$out" +%s 2>/dev/null || date -j -u -f %Y-%m-%dT%H:%M:%SZ "$out" +%s 2>/dev/null) \
@@ -87,10 +88,11 @@ remote="$remote $(printf '%q ' "$ca_hash" "$ca_data" "$endpoint" "$konnectivity"
 status=0
 # SHELL: ssh runs a ProxyCommand with $SHELL; the options are written for /bin/sh. In the
 # background, so the kubelet's certificate request is judged here while the host joins: a
-# subshell that stops the session when told (TERM; timeout passes it on to ssh) and exits, never
-# killed by a signal itself, with the session's status.
+# subshell that stops the session when told (TERM; timeout passes it on to ssh) and is never
+# killed by a signal itself; it exits with the session's status (143 when told to stop).
 (
-  trap 'kill "$session" 2>/dev/null' TERM
+  session=""
+  trap '[ -z "$session" ] || kill "$session" 2>/dev/null' TERM
   printf '%s.%s\n' "$token_id" "$token_secret" \
     | SHELL=/bin/sh timeout @join_timeout@ @ssh@ "$remote" &
   session=$!
@@ -98,7 +100,7 @@ status=0
 ) > "$tmp/join.out" 2>&1 &
 join=$!
 while kill -0 "$join" 2>/dev/null; do
-  judge_csrs || fail "a certificate request made with this join's token, $csr_refused, is not this host's kubelet's (signer @kubelet_signer@, CN=system:node:$node, O=@nodes_group@): it was denied and the join stopped; a host, or whoever answers at @where@, that asks for another identity is not to be trusted"
+  judge_csrs || fail "a certificate request made with this join's token, $csr_refused, is not for this host's kubelet (signer @kubelet_signer@, CN=system:node:$node, O=@nodes_group@): it was denied and the SSH session closed, so no certificate and no token remain; on the host, kubeadm gives up within its TLS bootstrap timeout (5 minutes) and the host's script then resets what it wrote. A host, or whoever answers at @where@, that asks for another identity is not to be trusted"
   sleep @csr_poll_seconds@
 done
 wait "$join" || status=$?
