@@ -3,8 +3,8 @@
 Per host, three local Commands: `<host>-leave` (its delete drains the node and resets the host:
 tenant/host_leave.py), `<host>-join` and `<host>-ready`. The join runs here, as the tenant's admin:
 it mints a bootstrap token that lives minutes and sends the host only the API endpoint, the token
-(on stdin) and the CA, never a kubeconfig; while the host joins, it approves the one certificate
-request of the token for this host's kubelet, and nothing else (the token's group has no
+(on stdin) and the CA, never a kubeconfig; while the host joins, it approves the token's
+certificate requests for this host's kubelet, and nothing else (the token's group has no
 auto-approval: tenant/host_join_access.py); the token is deleted after the join, also when it fails
 or the script is signalled (a script killed outright leaves it to its 10-minute expiry).
 The host keeps nothing of the session (traps on EXIT, HUP, INT, TERM, PIPE), and marks itself as
@@ -40,7 +40,7 @@ BOOTSTRAP_TOKEN_MINUTES = 10
 # server's, which judges it (issue 38): the join refuses to go on beyond.
 CLOCK_SKEW_SECONDS = 60
 # The group of a host's token: bound to what the join needs, never to auto-approval; the join
-# approves the kubelet's one certificate request itself (tenant/host_join_access.py).
+# approves the kubelet's certificate request itself (tenant/host_join_access.py).
 BOOTSTRAP_TOKEN_GROUP = host_join_access.JOIN_GROUP
 # The signer of a kubelet's client certificate (kubernetes v1.35.4 staging/src/k8s.io/api/
 # certificates/v1/types.go KubeAPIServerClientKubeletSignerName), and how often the join looks
@@ -250,7 +250,7 @@ def tenant_kubectl() -> Shell:
 def join_script(tenant: TenantConfig, host: HostConfig, owner: Ownership, konnectivity_port: int) -> str:
     """bash on the Pulumi host, the stdin of `<host>-join` (its create: RUN_STDIN_SCRIPT): as the
     tenant's admin ($TENANT_KUBECONFIG), mint a bootstrap token, join the host over SSH with it
-    while approving its kubelet's one certificate request (csr_approval), delete the token (on
+    while approving its kubelet's certificate request (csr_approval), delete the token (on
     every exit); a failure says first why. The CA pin is $KHP_CA_HASH."""
     return render_script(
         _PACKAGE, "host_join.bash", tenant_kubectl=tenant_kubectl(), node=host.name,
@@ -267,8 +267,8 @@ def join_script(tenant: TenantConfig, host: HostConfig, owner: Ownership, konnec
 
 
 def csr_approval() -> Shell:
-    """bash, after `tenant_kubectl` with $token_id and $node set: `judge_csrs` approves the one
-    certificate request of the token's user for this node's kubelet and denies any other."""
+    """bash, after `tenant_kubectl` with $token_id and $node set: `judge_csrs` approves the token
+    user's certificate requests for this node's kubelet and denies any other identity."""
     return Shell(render_script(_PACKAGE, "host_csr_approval.bash", kubelet_signer=Text(KUBELET_SIGNER),
                                nodes_group=Text(node_admission.NODES_GROUP)))
 

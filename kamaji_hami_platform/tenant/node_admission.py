@@ -85,8 +85,8 @@ def message(tenant: TenantConfig, management: ManagementConfig | None = None) ->
 
 def node_admission_objects(tenant: TenantConfig,
                            management: ManagementConfig | None = None) -> list[dict[str, Any]]:
-    """The policy and its binding for one tenant: a kubelet may create or update only a Node the config
-    lists. The same config renders the same objects."""
+    """The policy and its binding for one tenant: a kubelet may create or update only a Node the
+    config lists. The same config renders the same objects."""
     refusal = message(tenant, management)
     policy = {
         "apiVersion": API_VERSION,
