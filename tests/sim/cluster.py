@@ -135,6 +135,14 @@ class TenantApi:
         kubeconfig.chmod(0o600)
         return kubeconfig
 
+    def token_kubeconfig(self, token: str) -> Path:
+        """A kubeconfig that authenticates with a bearer token (a bootstrap token, id.secret)."""
+        assert self.work is not None, "started without a work folder"
+        kubeconfig = self.work / f"token-{token.split('.', 1)[0]}.kubeconfig"
+        kubeconfig.write_text(yaml.safe_dump(_kubeconfig(self.url, {"token": token})))
+        kubeconfig.chmod(0o600)
+        return kubeconfig
+
     def try_apply(
         self, objects: list[dict[str, Any]], manager: str = "kamaji-hami-platform", force: bool = False
     ) -> subprocess.CompletedProcess[str]:

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
 
 from kamaji_hami_platform.config import TenantConfig, load_stack_file, parse_config
 from kamaji_hami_platform.tenant import host_join, host_join_access, node_admission
@@ -36,7 +35,6 @@ from tests.harness import PRODUCTION_STACK, dev_stack_config
 from tests.sim.cluster import (
     COMMAND_TIMEOUT,
     TenantApi,
-    _kubeconfig,
     free_port,
     tenant_api,
     toolchain_or_skip,
@@ -80,9 +78,7 @@ class Tenant:
             "stringData": {"token-id": token_id, "token-secret": secret, "auth-extra-groups": group,
                            "usage-bootstrap-authentication": "true"}}))
         assert created.returncode == 0, created.stderr
-        kubeconfig = self.work / f"token-{token_id}.kubeconfig"
-        kubeconfig.write_text(yaml.safe_dump(_kubeconfig(self.api.url, {"token": f"{token_id}.{secret}"})))
-        return token_id, kubeconfig
+        return token_id, self.api.token_kubeconfig(f"{token_id}.{secret}")
 
     def request_file(self, node: str, signer: str = SIGNER,
                      organization: str = node_admission.NODES_GROUP) -> tuple[str, Path]:
