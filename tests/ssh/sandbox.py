@@ -224,8 +224,9 @@ case "$verb $kind" in
   "get csr")
     user=$(printf '%s' "$output" | sed -n 's/.*"\(system:bootstrap:[a-z0-9]*\)".*/\1/p')
     for request in "$S"/csr/node-csr-*; do
+      # -f: with no request yet, sh leaves the pattern as it is.
       case "$request" in *.Approved|*.Denied) continue ;; esac
-      [ ! -f "$request.Approved" ] && [ ! -f "$request.Denied" ] || continue
+      [ -f "$request" ] && [ ! -f "$request.Approved" ] && [ ! -f "$request.Denied" ] || continue
       read -r who csr signer pem < "$request"
       [ "$who" = "$user" ] && printf '%s %s %s\n' "$csr" "$signer" "$pem"
     done
