@@ -19,7 +19,7 @@ export PULUMI_CONFIG_PASSPHRASE :=
 endif
 
 .PHONY: help up preview down test engine sim ssh test-venv e2e e2e-lifecycle lint images check-pulumi check-tools check-kind-version \
-	venv stack unprotect-tenant tenant-argument kamaji-chart
+	venv stack unprotect-tenant tenant-argument kamaji-chart live-tools live-engine live-engine-stop live-engine-test
 
 help:
 	@echo "make up       create the platform (stack $(STACK)): kind, Kamaji, tenants, HAMi"
@@ -29,6 +29,9 @@ help:
 	@echo "make engine   the real Pulumi engine, built from source: every stack previewed, upgrades, up (needs Go)"
 	@echo "make sim      tenant objects against a real kube-apiserver built from Go modules (needs Go)"
 	@echo "make ssh      worker hosts joined and reset over real SSH, in a sandbox (needs root)"
+	@echo "make live-engine-test  the live tier's own Docker engine, built from Go modules, in a network"
+	@echo "              namespace with no route out (needs root and Go)"
+	@echo "make live-engine / live-engine-stop  start / stop that engine in $(LIVE_ROOT)"
 	@echo "              (engine, sim and ssh fail when a test skips; ALLOW_SKIP=1 lets them skip)"
 	@echo "make images   list every pinned image and chart"
 	@echo "make kamaji-chart  fetch and verify the pinned Kamaji chart (make preview does it)"
@@ -118,7 +121,7 @@ unprotect-tenant: tenant-argument stack
 
 # The unit suite and the shell lint (shellcheck from requirements.txt, on every rendered script).
 test: test-venv
-	KHP_REQUIRE_TIER= $(TEST_VENV)/bin/python -m pytest -m "not e2e and not engine and not sim and not ssh"
+	KHP_REQUIRE_TIER= $(TEST_VENV)/bin/python -m pytest -m "not e2e and not engine and not sim and not ssh and not live"
 
 # A tier that skips proves nothing: `make sim` and `make ssh` fail when a test of theirs skips or
 # none runs, with the reason (KHP_REQUIRE_TIER, tests/tiers.py). ALLOW_SKIP=1 lets them skip, each
@@ -146,6 +149,26 @@ sim: test-venv
 ssh: test-venv
 	bash toolchain/openssh.sh >/dev/null
 	$(call require_tier,ssh) $(TEST_VENV)/bin/python -m pytest -m ssh -rs -v tests/ssh
+
+# The live tier's engine: dockerd, containerd, runc, the docker CLI and kind built from served Go
+# modules into the toolchain cache (toolchain/live/build.sh), run in a folder and a network
+# namespace of their own with no route out (docs/development/live-tier.md). Needs root.
+LIVE_ROOT ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kamaji-hami-platform/live/engine
+LIVE_TOOLS = $$(bash toolchain/live/build.sh | tail -n 1)
+
+live-tools:
+	@bash toolchain/live/build.sh >/dev/null
+
+live-engine: live-tools
+	@bin=$(LIVE_TOOLS); bash toolchain/live/scripts/engine-start.sh "$$bin" $(LIVE_ROOT) >/dev/null && \
+	bash toolchain/live/scripts/engine-check.sh $(LIVE_ROOT) && \
+	echo "run commands beside it: toolchain/live/scripts/engine-run.sh $$bin $(LIVE_ROOT) docker ps"
+
+live-engine-stop:
+	@bash toolchain/live/scripts/engine-stop.sh $(LIVE_ROOT)
+
+live-engine-test: test-venv live-tools
+	$(call require_tier,live) $(TEST_VENV)/bin/python -m pytest -m live -rs -v tests/live
 
 # The test virtualenv is kept while requirements.txt and the Python are the same (a stamp named
 # after both), and made afresh from requirements.txt alone when either changes.

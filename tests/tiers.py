@@ -15,11 +15,13 @@ from typing import NoReturn
 import pytest
 
 REQUIRE_TIER = "KHP_REQUIRE_TIER"
-TIERS = ("engine", "sim", "ssh")
+TIERS = ("engine", "sim", "ssh", "live")
 # How to run each tier where it can, for the message of a run that cannot.
 WHERE = {"engine": "Go >= 1.26, Python 3.11 and openssl (docs/development/engine-tier.md)",
          "sim": "Go >= 1.26 and openssl (docs/development/testing.md)",
-         "ssh": "root, unshare and a Debian-based host: sudo make ssh (docs/development/testing.md)"}
+         "ssh": "root, unshare and a Debian-based host: sudo make ssh (docs/development/testing.md)",
+         "live": "root, Go >= 1.26 and a Debian-based host: sudo make live-engine-test "
+                 "(docs/development/live-tier.md)"}
 
 
 def required() -> str | None:

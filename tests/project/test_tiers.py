@@ -172,3 +172,25 @@ def test_the_sim_tier_without_its_toolchain_skips_only_when_allowed(monkeypatch)
     monkeypatch.setenv(tiers.REQUIRE_TIER, "sim")
     with pytest.raises(pytest.exit.Exception, match="KHP_REQUIRE_TIER=sim: the sim tier cannot run here"):
         cluster.toolchain_or_skip()
+
+
+def live_tier_as_another_user(required: str | None) -> subprocess.CompletedProcess[str]:
+    """The real live tier, as `make live-engine-test` runs it, by a user who is not root."""
+    env = {key: value for key, value in os.environ.items() if key != tiers.REQUIRE_TIER}
+    if required is not None:
+        env[tiers.REQUIRE_TIER] = required
+    run = ("import os, sys, pytest; os.geteuid = lambda: 1000; "
+           "sys.exit(pytest.main(['-m', 'live', '-rs', '-q', 'tests/live']))")
+    return subprocess.run([sys.executable, "-c", run], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_the_live_tier_without_root_skips_only_when_allowed():
+    allowed = live_tier_as_another_user(None)
+    assert allowed.returncode == 0, allowed.stdout
+    assert "7 skipped" in allowed.stdout.splitlines()[-1] and "it needs root" in allowed.stdout
+    required = live_tier_as_another_user("live")
+    assert required.returncode == 1
+    assert "KHP_REQUIRE_TIER=live: the live tier cannot run here: the live engine runs dockerd in a " \
+           "network namespace" in required.stdout + required.stderr
+    assert "sudo make live-engine-test" in required.stdout + required.stderr
