@@ -91,12 +91,14 @@ POLICY_ARGS = --policy-pack policy $(if $(POLICY_CONFIG),--policy-pack-config $(
 # The state check first (kamaji_hami_platform/tools/upgrade_check.py): a state written before
 # protection, or a create-only setting changed, stops `up` with the platform's own message.
 up: check-tools check-kind-version stack policy/venv/.installed kamaji-chart
+	$(VENV)/bin/python -m kamaji_hami_platform.tools.cgroup_check --stack $(STACK) --mode up
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.upgrade_check --stack $(STACK) --mode up
 	pulumi up --yes --stack $(STACK) $(POLICY_ARGS)
 
 # What `up` would change, with the policy pack enforced; needs neither Docker nor kind. The
 # Kamaji release loads its chart in every preview of a deployed stack: fetch it first.
 preview: stack policy/venv/.installed kamaji-chart
+	$(VENV)/bin/python -m kamaji_hami_platform.tools.cgroup_check --stack $(STACK) --mode preview
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.upgrade_check --stack $(STACK) --mode preview
 	pulumi preview --diff --stack $(STACK) $(POLICY_ARGS)
 

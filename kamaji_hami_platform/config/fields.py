@@ -206,6 +206,10 @@ MANAGEMENT = Section("management", "The management cluster (kind on this machine
           "APIs from, as the control plane pods see them (kube-proxy masquerades external traffic to "
           "the management nodes' addresses: include their network)",
           nullable=True, cidr_prefix=(0, 32), in_code=True),
+    Field("failCgroupV1", "boolean", "false: every kubelet the platform configures (the kind node, worker "
+          "containers, worker hosts) starts on a cgroup v1 host, which Kubernetes 1.35 refuses by default "
+          "(KubeletConfiguration failCgroupV1, KEP-5573), and worker hosts' joins skip kubeadm's "
+          "SystemVerification; the kind node takes it when created", default=True),
 ))
 
 GPU_MODEL = Section("gpuModel", "An extra GPU model as HAMi registers it.", (

@@ -49,7 +49,7 @@ def parse_management(raw: Any, problems: Problems) -> ManagementConfig:
         values["name"], values["nodeImage"], values["dockerNetwork"], values["dockerSubnet"], address_range,
         values["kamajiEtcdReplicas"], mode, values["kubeconfigContext"], values["kubeconfigFile"],
         install_cert_manager, install_metallb, values["apiExposure"], values["nodePortAddress"], client_cidrs,
-        values["tenantSubnet"])
+        values["tenantSubnet"], values["failCgroupV1"])
     check_management_mode(obj, management, problems)
     return management
 

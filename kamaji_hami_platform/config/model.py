@@ -169,6 +169,11 @@ class TenantConfig:
     worker_network: str = WORKER_NETWORK_OWN
 
     @property
+    def kubernetes_minor(self) -> int:
+        """The minor of kubernetesVersion (v1.35.0: 35)."""
+        return int(self.kubernetes_version.lstrip("v").split(".")[1])
+
+    @property
     def own_network(self) -> bool:
         """Its worker containers are on a Docker network of their own (kind, not hosts)."""
         return not self.hosts and self.worker_network == WORKER_NETWORK_OWN
@@ -219,6 +224,9 @@ class ManagementConfig:
     api_client_cidrs: tuple[str, ...] = ()
     # kind: where the tenants' own Docker networks are cut from, a /24 each (network.py).
     tenant_subnet: str = "172.24.0.0/16"
+    # The kubelet's own default (KubeletConfiguration failCgroupV1, true since v1.35): false lets
+    # every kubelet the platform configures start on a cgroup v1 host (tenant/cgroup_v1.py).
+    fail_cgroup_v1: bool = True
 
     @property
     def is_kind(self) -> bool:

@@ -201,6 +201,8 @@ class ManagementSettings(TypedDict, total=False):
     """The tenant API addresses MetalLB hands out (default: in the subnet's last quarter)."""
     kamaji_etcd_replicas: int
     """kamaji-etcd members, 1..5 (default 3)."""
+    fail_cgroup_v1: bool
+    """False: the platform's kubelets start on cgroup v1 hosts (default true, the kubelet's own)."""
 
 
 class PodShapeSettings(TypedDict, total=False):

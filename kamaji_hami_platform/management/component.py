@@ -11,7 +11,7 @@ import pulumi
 import pulumi_kubernetes as kubernetes
 from pulumi_command import local
 
-from kamaji_hami_platform import config, guardrails, local_shell, versions
+from kamaji_hami_platform import cgroup_v1, config, guardrails, local_shell, versions
 from kamaji_hami_platform.config import ManagementConfig
 from kamaji_hami_platform.config.settings import ChartSettings, ManagementSettings, management_config
 from kamaji_hami_platform.create_only_guards import create_only_guards, recorded_values
@@ -153,6 +153,8 @@ class ManagementCluster(pulumi.ComponentResource):
         self.create_only_values = recorded_values(name, guarded, self.create_only)
         self._guard_of = {setting.key: guard
                           for setting, guard in zip(guarded, self.create_only, strict=True)}
+        if note := cgroup_v1.preview_note(management):
+            pulumi.log.info(note, resource=self)
         if management.is_kind:
             on_cluster, before_releases, before_kamaji = self._kind_cluster(name, management, child)
         else:

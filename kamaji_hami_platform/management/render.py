@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from kamaji_hami_platform import names, versions
+from kamaji_hami_platform import cgroup_v1, names, versions
 from kamaji_hami_platform.config import MANAGEMENT_POD_CIDR, MANAGEMENT_SERVICE_CIDR, ManagementConfig
 from kamaji_hami_platform.create_only_guards import CreateOnlySetting
 from kamaji_hami_platform.docker_calls import bounded_docker
@@ -35,13 +35,16 @@ _PACKAGE = "kamaji_hami_platform.management"
 
 
 def kind_cluster_config(management: ManagementConfig) -> str:
-    """kind's cluster config: one node, kind's default CNI, networks pinned explicitly."""
-    config = {
+    """kind's cluster config: one node, kind's default CNI, networks pinned explicitly; with
+    `management.failCgroupV1: false`, the kubelet patch that lets the node start on cgroup v1."""
+    config: dict[str, Any] = {
         "kind": "Cluster",
         "apiVersion": "kind.x-k8s.io/v1alpha4",
         "networking": {"podSubnet": MANAGEMENT_POD_CIDR, "serviceSubnet": MANAGEMENT_SERVICE_CIDR},
         "nodes": [{"role": "control-plane", "image": management.node_image}],
     }
+    if patches := cgroup_v1.kind_config_patches(management):
+        config["kubeadmConfigPatches"] = patches
     return yaml.safe_dump(config, sort_keys=True)
 
 

@@ -20,7 +20,7 @@ import pulumi_kubernetes as kubernetes
 import yaml
 from pulumi_command import local
 
-from kamaji_hami_platform import local_shell, names, resource_inputs
+from kamaji_hami_platform import cgroup_v1, local_shell, names, resource_inputs
 from kamaji_hami_platform.config import HostConfig, ManagementConfig, TenantConfig
 from kamaji_hami_platform.config.settings import (
     ManagementSettings,
@@ -285,7 +285,8 @@ class KamajiTenant(pulumi.ComponentResource):
             for host in tenant.hosts:
                 # One at a time, as the containers: a new control plane re-joins host after host.
                 self.workers.append(self._host_worker(name, host, ssh_keys, owner,
-                                                      previous=self.workers[-1:]))
+                                                      previous=self.workers[-1:],
+                                                      cgroup_v1_allowed=cgroup_v1.allowed(management_settings)))
         elif tenant.workers:
             self.worker_image = self._worker_image(name, management_settings)
         for index in range(0 if tenant.on_hosts else tenant.workers):
@@ -431,7 +432,8 @@ class KamajiTenant(pulumi.ComponentResource):
         )
 
     def _host_worker(self, name: str, host: HostConfig, keys: dict[str, pulumi.Input[str]],
-                     owner: host_join.Ownership, previous: list[local.Command]) -> local.Command:
+                     owner: host_join.Ownership, previous: list[local.Command],
+                     cgroup_v1_allowed: bool = False) -> local.Command:
         """A machine joined over SSH: `-leave` (its delete drains and deletes the node, then resets
         the host over SSH, warning when the host does not answer), `-join` (from this host: a
         bootstrap token minted for minutes, the host joined over SSH with it, the token deleted)
@@ -472,7 +474,8 @@ class KamajiTenant(pulumi.ComponentResource):
         join = local.Command(
             f"{name}-{host.name}-join",
             create=host_join.RUN_STDIN_SCRIPT,
-            stdin=host_join.join_script(self.tenant, host, owner, tcp_render.konnectivity_port(self.tenant)),
+            stdin=host_join.join_script(self.tenant, host, owner, tcp_render.konnectivity_port(self.tenant),
+                                        cgroup_v1_allowed),
             interpreter=local_shell.BASH,
             environment=environment,
             logging=local.Logging.STDOUT_AND_STDERR,  # progress and prerequisites, redacted

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kamaji_hami_platform import names
+from kamaji_hami_platform import cgroup_v1, names
 from kamaji_hami_platform.config import LOAD_BALANCER, NODE_PORT, ManagementConfig, TenantConfig
 from kamaji_hami_platform.create_only_guards import CreateOnlySetting
 from kamaji_hami_platform.tenant import own_network
@@ -57,11 +57,14 @@ KUBELET_CONFIGURATION_PATCHES = (
 )
 
 
-def kubelet_patches(management: ManagementConfig | None) -> list[dict[str, Any]]:
+def kubelet_patches(management: ManagementConfig | None, tenant_minor: int) -> list[dict[str, Any]]:
     """The kubelet configuration patches of a tenant's nodes (kind: all; hosts: the cgroup driver
-    and swap only, the kubelet's own eviction and image GC defaults kept)."""
+    and swap only, the kubelet's own eviction and image GC defaults kept), and on either, with
+    `management.failCgroupV1: false`, the one that lets kubelets start on cgroup v1."""
     laptop = management is None or management.is_kind
-    return [dict(p) for p in KUBELET_CONFIGURATION_PATCHES if laptop or p["path"] in HOST_KUBELET_PATCH_PATHS]
+    patches = [dict(patch) for patch in KUBELET_CONFIGURATION_PATCHES
+               if laptop or patch["path"] in HOST_KUBELET_PATCH_PATHS]
+    return [*patches, *cgroup_v1.tenant_kubelet_patches(management, tenant_minor)]
 
 
 def datastore_schema(tenant: TenantConfig) -> str:
@@ -150,7 +153,7 @@ def tenant_control_plane(tenant: TenantConfig, management: ManagementConfig | No
                 "version": tenant.kubernetes_version,
                 "kubelet": {
                     "preferredAddressTypes": ["InternalIP", "ExternalIP", "Hostname"],
-                    "configurationJSONPatches": kubelet_patches(management),
+                    "configurationJSONPatches": kubelet_patches(management, tenant.kubernetes_minor),
                 },
                 "admissionControllers": list(ADMISSION_CONTROLLERS),
             },

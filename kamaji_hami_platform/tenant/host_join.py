@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kamaji_hami_platform import resource_inputs
+from kamaji_hami_platform import cgroup_v1, resource_inputs
 from kamaji_hami_platform.config import HostConfig, TenantConfig
 from kamaji_hami_platform.shell_templates import Shell, Text
 from kamaji_hami_platform.shell_templates import render as render_script
@@ -142,7 +142,7 @@ def legacy_marker(tenant: TenantConfig) -> str:
 
 
 def tenant_minor(tenant: TenantConfig) -> int:
-    return int(tenant.kubernetes_version.lstrip("v").split(".")[1])
+    return tenant.kubernetes_minor
 
 
 def worker_script(tenant: TenantConfig, host: HostConfig) -> str:
@@ -152,10 +152,11 @@ def worker_script(tenant: TenantConfig, host: HostConfig) -> str:
                          tenant=Text(tenant.name)).removesuffix("\n")
 
 
-def prerequisites_script(tenant: TenantConfig, host: HostConfig) -> Shell:
+def prerequisites_script(tenant: TenantConfig, host: HostConfig, cgroup_v1_allowed: bool = False) -> Shell:
     """POSIX sh: check everything a join needs and fail with the full list of what is missing,
     each with its fix, before anything on the host changes. Sets $kubeadm_minor and $runtime.
-    The API endpoint and Konnectivity's are the script's $endpoint and $konnectivity.
+    The API endpoint and Konnectivity's are the script's $endpoint and $konnectivity. A cgroup v1
+    host is refused unless `cgroup_v1_allowed` (management.failCgroupV1: false, cgroup_v1.py).
 
     Version skew: https://kubernetes.io/releases/version-skew-policy/; kubeadm v1.35.4
     constants.MinimumKubeletVersion, preflight KubeletVersionCheck (docs/design/worker-hosts.md).
@@ -171,9 +172,24 @@ def prerequisites_script(tenant: TenantConfig, host: HostConfig) -> Shell:
         modules_builtin=Shell(MODULES_BUILTIN), ip_forward=IP_FORWARD,
         cni_plugins=Text(" ".join(CNI_PLUGINS)), cni_bin_dir=CNI_BIN_DIR, proc_swaps=PROC_SWAPS,
         gpu_prerequisites=gpu, host=Text(host.name), tenant=Text(tenant.name), cri_plugin=CRI_PLUGIN,
-        cgroup_root=CGROUP_ROOT, host_tools=Text(" ".join(HOST_TOOLS)),
+        cgroup_v2_check=_cgroup_v2_check(cgroup_v1_allowed), host_tools=Text(" ".join(HOST_TOOLS)),
         reach_function=reach_function(), kubelet_config=KUBELET_CONFIG,
         kubelet_node_config=KUBELET_NODE_CONFIG, kubelet_port=KUBELET_PORT))
+
+
+def _cgroup_v2_check(cgroup_v1_allowed: bool) -> Shell:
+    """The check that refuses a cgroup v1 host, unless the platform lets kubelets start there."""
+    if cgroup_v1_allowed:
+        return Shell("")
+    return Shell(render_script(_PACKAGE, "host_cgroup_v2_check.sh", cgroup_root=CGROUP_ROOT))
+
+
+def _ignore_system_verification(cgroup_v1_allowed: bool) -> Shell:
+    """JoinConfiguration lines (under nodeRegistration) that skip the preflight check refusing cgroup
+    v1, when the platform lets kubelets start there (v1beta3 and v1beta4 both have the field)."""
+    if not cgroup_v1_allowed:
+        return Shell("")
+    return Shell(f"  ignorePreflightErrors:\n  - {cgroup_v1.SYSTEM_VERIFICATION}\n")
 
 
 def reach_function() -> Shell:
@@ -217,7 +233,8 @@ def _reset_function() -> Shell:
                                join_marker=JOIN_MARKER))
 
 
-def remote_join_script(tenant: TenantConfig, host: HostConfig, owner: Ownership) -> str:
+def remote_join_script(tenant: TenantConfig, host: HostConfig, owner: Ownership,
+                       cgroup_v1_allowed: bool = False) -> str:
     """POSIX sh on the host (root, or through sudo): unless it is already this stack's node of the
     tenant, check the prerequisites and join with the token on stdin ($1.. the CA pin, the CA,
     the API and Konnectivity endpoints, whether the tenant has the Node).
@@ -234,8 +251,9 @@ def remote_join_script(tenant: TenantConfig, host: HostConfig, owner: Ownership)
         bootstrap_kubelet_config=BOOTSTRAP_KUBELET_CONFIG, containerd_socket=CRI_SOCKETS["containerd"],
         crio_socket=CRI_SOCKETS["crio"], kubelet_config=KUBELET_CONFIG,
         node_ca_cert=NODE_CA_CERT, join_marker=JOIN_MARKER, tenant=Text(tenant.name),
-        prerequisites=prerequisites_script(tenant, host), reset_function=_reset_function(),
-        v1beta4_minor=KUBEADM_V1BETA4_MINOR)
+        prerequisites=prerequisites_script(tenant, host, cgroup_v1_allowed), reset_function=_reset_function(),
+        v1beta4_minor=KUBEADM_V1BETA4_MINOR,
+        ignore_system_verification=_ignore_system_verification(cgroup_v1_allowed))
 
 
 def tenant_kubectl() -> Shell:
@@ -247,7 +265,8 @@ def tenant_kubectl() -> Shell:
                                request_timeout=Text(API_REQUEST_TIMEOUT)))
 
 
-def join_script(tenant: TenantConfig, host: HostConfig, owner: Ownership, konnectivity_port: int) -> str:
+def join_script(tenant: TenantConfig, host: HostConfig, owner: Ownership, konnectivity_port: int,
+                cgroup_v1_allowed: bool = False) -> str:
     """bash on the Pulumi host, the stdin of `<host>-join` (its create: RUN_STDIN_SCRIPT): as the
     tenant's admin ($TENANT_KUBECONFIG), mint a bootstrap token, join the host over SSH with it
     while approving its kubelet's certificate request (csr_approval), delete the token (on
@@ -259,7 +278,8 @@ def join_script(tenant: TenantConfig, host: HostConfig, owner: Ownership, konnec
         bootstrap_group=Text(BOOTSTRAP_TOKEN_GROUP),
         ssh_dir_env=Text(host_ssh.SSH_DIR_ENV), key_files=Shell(host_ssh.key_files(host)),
         # The remote command in a quoted heredoc: its line, then the heredoc's end.
-        remote=Shell(host_ssh.remote_command(host, remote_join_script(tenant, host, owner)) + "\n"),
+        remote=Shell(host_ssh.remote_command(
+            host, remote_join_script(tenant, host, owner, cgroup_v1_allowed)) + "\n"),
         join_timeout=JOIN_TIMEOUT_SECONDS, ssh=Shell(" ".join(host_ssh.ssh_words(host))),
         csr_approval=csr_approval(), kubelet_signer=Text(KUBELET_SIGNER),
         nodes_group=Text(node_admission.NODES_GROUP), csr_poll_seconds=CSR_POLL_SECONDS,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,16 @@ def test_a_privileged_container_runs_with_every_capability_the_machine_has(engin
     assert int(re.search(r"^CapEff:\s*([0-9a-f]+)$", plain, re.M).group(1), 16) < effective
 
 
+def test_the_platforms_cgroup_check_reads_the_real_engine(engine: Engine):
+    """`make up`'s check (tools/cgroup_check.py) asks a real dockerd, which answers the machine's
+    cgroup version: 2 where /sys/fs/cgroup is cgroup2fs, else 1 (this CI machine: hybrid, 1)."""
+    asked = engine.run(sys.executable, "-c", "from kamaji_hami_platform.tools import cgroup_check; "
+                       "print(cgroup_check.docker_cgroup_version())", check=True)
+    machine = subprocess.run(["stat", "-fc", "%T", "/sys/fs/cgroup"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    assert asked.stdout.strip() == ("2" if machine == "cgroup2fs" else "1")
+
+
 def test_stop_leaves_nothing_mounted_and_a_restart_keeps_the_images(engine: Engine, busybox: str):
     engine.docker("run", "-d", "--name", "running-at-stop", busybox, "sleep", "600")
     pid = engine.pid
@@ -105,3 +116,4 @@ def test_stop_leaves_nothing_mounted_and_a_restart_keeps_the_images(engine: Engi
     engine.start()
     assert engine.docker("image", "inspect", "-f", "{{.Id}}", busybox).stdout.startswith("sha256:")
     engine.docker("rm", "-f", "running-at-stop")
+

@@ -215,7 +215,7 @@ class TestSchemaOverGrpc:
         assert set(types["ManagementSettings"]["properties"]) == {
             "name", "nodeImage", "dockerNetwork", "dockerSubnet", "metallbAddressRange", "kamajiEtcdReplicas",
             "mode", "kubeconfigContext", "kubeconfigFile", "certManager", "metallb", "apiExposure",
-            "nodePortAddress", "apiClientCidrs", "tenantSubnet"}
+            "nodePortAddress", "apiClientCidrs", "tenantSubnet", "failCgroupV1"}
         # The settings' keys are the stack file's, so a stack file's section is valid component input.
         assert set(types["ManagementSettings"]["properties"]) == set(config.MANAGEMENT.keys)
         assert set(tenant) == set(config.TENANT.keys)

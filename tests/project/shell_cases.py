@@ -160,6 +160,9 @@ def _host_cases(where: str, tenant: TenantConfig, host: HostConfig) -> Iterator[
     yield Case(f"{node}-join.bash", BASH, lambda: host_join.join_script(
         tenant, host, OWNER, control_plane.konnectivity_port(tenant)), bastion)
     yield Case(f"{node}-join-remote.sh", SH, lambda: host_join.remote_join_script(tenant, host, OWNER))
+    # management.failCgroupV1: false (no cgroup v2 check; SystemVerification skipped).
+    yield Case(f"{node}-join-remote-cgroup-v1.sh", SH,
+               lambda: host_join.remote_join_script(tenant, host, OWNER, cgroup_v1_allowed=True))
     yield Case(f"{node}-leave.bash", BASH, lambda: host_leave.leave_script(tenant, host, OWNER), bastion)
     yield Case(f"{node}-ready.bash", BASH, lambda: host_join.ready_script(tenant, host))
 

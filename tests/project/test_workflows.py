@@ -42,7 +42,7 @@ def action(workflow: dict, job: str, prefix: str) -> dict:
 
 def readme_test_command() -> str:
     block = re.search(r"## The commands\n\n```bash\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
-    (line,) = [ln for ln in block.group(1).splitlines() if "test" in ln]
+    (line,) = [ln for ln in block.group(1).splitlines() if ln.startswith("make test ")]
     return line.split("#")[0].strip()
 
 

@@ -13,6 +13,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import yaml
 
 from kamaji_hami_platform.config import (
     BUILTIN_GPU_MODELS,
@@ -565,6 +566,25 @@ class TestPrerequisites:
         assert [line.split()[1] for line in box.argv_log() if line.startswith("kubeadm")] == ["version"]
         assert list(box.remote_tmp.iterdir()) == []
         assert_token_gone(box)
+
+    def test_a_cgroup_v1_host_joins_only_when_the_platform_lets_kubelets_start_there(self, box, monkeypatch):
+        """management.failCgroupV1: false (kamaji_hami_platform/cgroup_v1.py): the prerequisites
+        accept the host, and kubeadm's SystemVerification, which fails on cgroup v1 since v1.35, is
+        skipped in the JoinConfiguration the host's kubeadm reads."""
+        monkeypatch.setattr(host_join, "CGROUP_ROOT", str(box.host / "cni-bin"))  # not cgroup2fs
+        host = worker(box)
+        refused = join(box, host)
+        assert refused.returncode == 1 and "  - the host runs cgroup v1" in refused.stderr
+        assert not kubeadm_calls(box, "join")
+        script = host_join.join_script(tenant_config(host), host, OWNER, box.konnectivity.port,
+                                       cgroup_v1_allowed=True)
+        allowed = box.local(host_join.RUN_STDIN_SCRIPT, script, **environment(box, host))
+        assert allowed.returncode == 0, allowed.output
+        _, config = (box.state / "join-config").read_text().split("\n", 1)
+        registration = yaml.safe_load(config)["nodeRegistration"]
+        assert registration["ignorePreflightErrors"] == ["SystemVerification"]
+        assert registration["criSocket"] == host_join.CRI_SOCKETS["containerd"]
+        assert registration["kubeletExtraArgs"] == [{"name": "node-ip", "value": "127.0.0.1"}]
 
     def test_a_kubelet_kubeadm_did_not_join_here_is_refused_untouched(self, box, monkeypatch):
         """Another installer's node at a mistyped address: its kubelet configuration, or something

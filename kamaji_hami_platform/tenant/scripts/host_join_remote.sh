@@ -105,6 +105,7 @@ discovery:
 nodeRegistration:
   name: $node
   criSocket: $cri_socket
+@ignore_system_verification@
 EOF
   # kubeletExtraArgs: a list of name/value in v1beta4, a map in v1beta3.
   if [ -n "$node_ip" ] && [ "$api" = v1beta4 ]; then

@@ -51,8 +51,7 @@ if [ "$runtime" = containerd ] && containerd config dump 2>/dev/null \
 fi
 systemctl cat kubelet >/dev/null 2>&1 \
   || miss 'the kubelet service is not installed: install the kubelet package (kubelet.service)'
-[ "$(stat -fc %T @cgroup_root@ 2>/dev/null)" = cgroup2fs ] \
-  || miss 'the host runs cgroup v1 (@cgroup_root@ is not cgroup2fs): the kubelet since v1.35 refuses it; boot with systemd.unified_cgroup_hierarchy=1'
+@cgroup_v2_check@
 tools_missing=""
 for tool in @host_tools@; do
   command -v "$tool" >/dev/null 2>&1 || tools_missing="$tools_missing $tool"
