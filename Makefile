@@ -92,6 +92,7 @@ POLICY_ARGS = --policy-pack policy $(if $(POLICY_CONFIG),--policy-pack-config $(
 # protection, or a create-only setting changed, stops `up` with the platform's own message.
 up: check-tools check-kind-version stack policy/venv/.installed kamaji-chart
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.cgroup_check --stack $(STACK) --mode up
+	$(VENV)/bin/python -m kamaji_hami_platform.tools.mirror_check --stack $(STACK) --mode up
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.upgrade_check --stack $(STACK) --mode up
 	pulumi up --yes --stack $(STACK) $(POLICY_ARGS)
 
@@ -99,6 +100,7 @@ up: check-tools check-kind-version stack policy/venv/.installed kamaji-chart
 # Kamaji release loads its chart in every preview of a deployed stack: fetch it first.
 preview: stack policy/venv/.installed kamaji-chart
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.cgroup_check --stack $(STACK) --mode preview
+	$(VENV)/bin/python -m kamaji_hami_platform.tools.mirror_check --stack $(STACK) --mode preview
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.upgrade_check --stack $(STACK) --mode preview
 	pulumi preview --diff --stack $(STACK) $(POLICY_ARGS)
 

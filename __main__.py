@@ -14,6 +14,7 @@ from kamaji_hami_platform import (
 from kamaji_hami_platform.config import ConfigError, SecretText, TenantConfig, load_config
 from kamaji_hami_platform.config.settings import (
     gpu_model_settings,
+    image_settings,
     management_settings,
     pod_shape_settings,
     tenant_settings,
@@ -50,7 +51,9 @@ def secret(text: SecretText) -> pulumi.Output[str]:
 # deployment, said before the engine can refuse it (kamaji_hami_platform/create_only_report.py).
 create_only_report.report_changed_settings(platform)
 
-management_args = ManagementClusterArgs(management=management_settings(platform.management))
+# Every image from the mirror, when the stack names one (kamaji_hami_platform/mirror.py).
+images = image_settings(platform.images)
+management_args = ManagementClusterArgs(management=management_settings(platform.management), images=images)
 if platform.management_kubeconfig is not None:
     management_args["kubeconfig"] = secret(platform.management_kubeconfig)
 try:
@@ -63,7 +66,7 @@ def tenant_args(tenant: TenantConfig) -> KamajiTenantArgs:
     """The kind cluster's network, host flags and cluster for container workers; the SSH keys
     for worker hosts."""
     args = KamajiTenantArgs(tenant=tenant_settings(tenant), management_provider=management.provider,
-                            management=management_settings(platform.management))
+                            management=management_settings(platform.management), images=images)
     if platform.management.is_kind:
         args.update(management_cluster=management.cluster, host_flags=management.host_flags,
                     management_network=management.network)
@@ -83,7 +86,7 @@ gpu_pools = {
         HamiNodePoolArgs(tenant=tenant_settings(tenant), cluster_name=platform.management.name,
                          tenant_provider=tenants[tenant.name].provider, workers=tenants[tenant.name].workers,
                          gpu_models=gpu_model_settings(platform.gpu_models),
-                         reference_pod=pod_shape_settings(platform.reference_pod)),
+                         reference_pod=pod_shape_settings(platform.reference_pod), images=images),
         opts=pulumi.ResourceOptions(depends_on=[tenants[tenant.name]],
                                     deleted_with=tenants[tenant.name].control_plane))
     for tenant in platform.tenants

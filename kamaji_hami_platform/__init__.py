@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # what IDEs and type checkers read; at run time the names loa
         GpuWorkloadSettings,
         HamiSettings,
         HostSettings,
+        ImageSettings,
         ManagementSettings,
         PodShapeSettings,
         TenantSettings,
@@ -46,7 +47,7 @@ _EXPORTS = {
     **{name: "config.settings" for name in (
         "AddonSettings", "BastionSettings", "ChartSettings", "ChartSource", "GpuModelSettings",
         "GpuPoolSettings", "GpuWorkloadSettings", "HamiSettings", "HamiSettingsArgs", "HostSettings",
-        "ManagementSettings", "PodShapeSettings", "TenantSettings")},
+        "ImageSettings", "ManagementSettings", "PodShapeSettings", "TenantSettings")},
 }
 
 
@@ -69,6 +70,7 @@ __all__ = [
     "HamiNodePoolArgs",
     "HamiSettings",
     "HostSettings",
+    "ImageSettings",
     "KamajiTenant",
     "KamajiTenantArgs",
     "ManagementCluster",

@@ -10,6 +10,7 @@ from typing import Any
 import pulumi_kubernetes as kubernetes
 
 from kamaji_hami_platform.config.settings import ChartSettings
+from kamaji_hami_platform.mirror import mirrored_chart
 from kamaji_hami_platform.refusal import Refusal
 from kamaji_hami_platform.versions import HelmChart
 
@@ -26,9 +27,12 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any] | None) -> d
     return merged
 
 
-def chart_args(pinned: HelmChart | None, override: ChartSettings | None) -> dict[str, Any]:
-    """The chart, version and repository of a Release: the pinned chart, or the override (a
-    repository mirror, an `oci://` reference or a local folder, which take no repository)."""
+def chart_args(pinned: HelmChart | None, override: ChartSettings | None,
+               mirror: str | None = None) -> dict[str, Any]:
+    """The chart, version and repository of a Release: the pinned chart (with `images.mirror`, the
+    same chart and version from the mirror as an OCI artifact, `oci://<mirror>/charts/<name>`:
+    kamaji_hami_platform/mirror.py), or the override (a repository mirror, an `oci://` reference
+    or a local folder, which take no repository)."""
     if override:
         if not override.get("chart"):
             raise Refusal(f"a chart override needs `chart` (got {dict(override)})")
@@ -39,5 +43,7 @@ def chart_args(pinned: HelmChart | None, override: ChartSettings | None) -> dict
             args["repository_opts"] = kubernetes.helm.v3.RepositoryOptsArgs(repo=override["repository"])
         return args
     assert pinned is not None
+    if mirror:
+        return {"chart": mirrored_chart(pinned.name, mirror), "version": pinned.version}
     return {"chart": pinned.name, "version": pinned.version,
             "repository_opts": kubernetes.helm.v3.RepositoryOptsArgs(repo=pinned.repository)}

@@ -133,21 +133,32 @@ def pinned_table() -> list[tuple[str, str]]:
 # Images the charts and Kamaji pull, read from their sources at the pinned versions.
 # quay.io/jetstack/cert-manager-<name>:<chart version> (the ACME solver only for ACME issuers).
 CERT_MANAGER_IMAGES = ("controller", "webhook", "cainjector", "startupapicheck")
+CERT_MANAGER_IMAGE_REGISTRY = "quay.io"  # the chart's imageRegistry (imageNamespace: jetstack)
+METALLB_CONTROLLER_REPOSITORY = "quay.io/metallb/controller"
+METALLB_SPEAKER_REPOSITORY = "quay.io/metallb/speaker"
 METALLB_FRR_IMAGE = "quay.io/frrouting/frr:10.4.1"  # chart 0.15.3 values: speaker.frr.enabled true
 # Kamaji 26.8.2-edge's Chart.lock pins kamaji-etcd 0.15.0: etcd v<appVersion 3.5.17>, and with
 # cert-manager its pre-install job runs clastix/kubectl:v<management major.minor> and etcd v3.5.6.
 KAMAJI_ETCD_IMAGE = "quay.io/coreos/etcd:v3.5.17"
 KAMAJI_ETCD_JOB_IMAGES = ("quay.io/coreos/etcd:v3.5.6",)
 KAMAJI_ETCD_KUBECTL_REPOSITORY = "docker.io/clastix/kubectl"
+# The kamaji-etcd chart's job images by job (values.yaml jobs.<job>.image; cfssl runs only without
+# cert-manager, which the platform always has: listed so a mirror's values cover every job).
+KAMAJI_ETCD_JOB_REPOSITORIES = {"cfssl": "docker.io/cfssl/cfssl", "kubectl": KAMAJI_ETCD_KUBECTL_REPOSITORY,
+                                "etcd": "quay.io/coreos/etcd"}
+KAMAJI_IMAGE_REPOSITORY = "docker.io/clastix/kamaji"
 # HAMi 2.10.0: global.imageTag, and on Kubernetes >= 1.22 the certgen job's `imageNew`.
+HAMI_IMAGE_REGISTRY = "docker.io"  # the chart's registry of every image but kube-scheduler's
 HAMI_IMAGES = ("docker.io/projecthami/hami:v2.10.0", "docker.io/liangjw/kube-webhook-certgen:v1.1.1")
 # Kamaji builds its addons with kubeadm v1.36.3 (its go.mod): CoreDNS v1.14.2
 # (cmd/kubeadm/app/constants); Konnectivity images are v0.<tenant minor>.0
 # (internal/builders/controlplane/konnectivity_server.go, internal/resources/konnectivity/agent.go).
-COREDNS_IMAGE = "registry.k8s.io/coredns/coredns:v1.14.2"
+COREDNS_REPOSITORY = "registry.k8s.io/coredns"  # kubeadm's DNS image repository; the image is coredns
+COREDNS_IMAGE = f"{COREDNS_REPOSITORY}/coredns:v1.14.2"
 KONNECTIVITY_IMAGES = ("registry.k8s.io/kas-network-proxy/proxy-server",
                        "registry.k8s.io/kas-network-proxy/proxy-agent")
 CONTROL_PLANE_IMAGES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+CONTROL_PLANE_IMAGE_REGISTRY = "registry.k8s.io"  # the TCP's registrySettings.registry default
 
 
 def _minor(version: str) -> int:
@@ -161,7 +172,7 @@ def kamaji_chart_images(management_minor: str = MANAGEMENT_MINOR) -> set[tuple[s
     """What the pinned Kamaji chart deploys with the platform's values, as read from it; `make images`
     checks this against the verified chart (kamaji_hami_platform/management/kamaji_chart_images.py)."""
     return {
-        ("Kamaji chart", f"docker.io/clastix/kamaji:{KAMAJI_IMAGE_TAG}"),
+        ("Kamaji chart", f"{KAMAJI_IMAGE_REPOSITORY}:{KAMAJI_IMAGE_TAG}"),
         ("kamaji-etcd chart", KAMAJI_ETCD_IMAGE),
         *{("kamaji-etcd chart (job)", image) for image in KAMAJI_ETCD_JOB_IMAGES},
         ("kamaji-etcd chart (job)", f"{KAMAJI_ETCD_KUBECTL_REPOSITORY}:{management_minor}"),
@@ -179,8 +190,8 @@ def images(tenant_versions: list[str]) -> list[tuple[str, str]]:
         ("kind node (management and workers)", KIND_NODE_IMAGE),
         *{("cert-manager chart", f"quay.io/jetstack/cert-manager-{name}:{CERT_MANAGER_CHART.version}")
           for name in CERT_MANAGER_IMAGES},
-        ("MetalLB chart", f"quay.io/metallb/controller:v{METALLB_CHART.version}"),
-        ("MetalLB chart", f"quay.io/metallb/speaker:v{METALLB_CHART.version}"),
+        ("MetalLB chart", f"{METALLB_CONTROLLER_REPOSITORY}:v{METALLB_CHART.version}"),
+        ("MetalLB chart", f"{METALLB_SPEAKER_REPOSITORY}:v{METALLB_CHART.version}"),
         ("MetalLB chart", METALLB_FRR_IMAGE),
         *kamaji_chart_images(),
         *{("HAMi chart", image) for image in HAMI_IMAGES},
@@ -190,7 +201,7 @@ def images(tenant_versions: list[str]) -> list[tuple[str, str]]:
         ("live suite probes", E2E_PROBE_IMAGE),
     }
     for version in sorted(set(tenant_versions)):
-        rows |= {("tenant control plane (Kamaji)", f"registry.k8s.io/{name}:{version}")
+        rows |= {("tenant control plane (Kamaji)", f"{CONTROL_PLANE_IMAGE_REGISTRY}/{name}:{version}")
                  for name in CONTROL_PLANE_IMAGES}
         rows |= {("tenant Konnectivity (Kamaji addon)", f"{image}:v0.{_minor(version)}.0")
                  for image in KONNECTIVITY_IMAGES}

@@ -38,6 +38,7 @@ from kamaji_hami_platform.config.rules import (
     NODE_PORT_MIN,
     NVIDIA_PRODUCT,
     QUOTA_KEYS,
+    REGISTRY_MIRROR,
     RESERVED_NAMESPACES,
     SSH_KEYS_KEY,
     WORKER_NETWORK_OWN,
@@ -281,6 +282,16 @@ GPU_CAPACITY = Section("gpuCapacity", "What a preview does when declared GPU wor
           default="mandatory", enum=ENFORCEMENTS),
 ))
 
+IMAGES = Section("images", "Where the platform's images come from.", (
+    Field("mirror", "string", "a registry that holds every image the stack pulls (make images lists them; "
+          "make mirror copies them), as host[:port][/path]: each reference is pulled as "
+          "<mirror>/<its registry>/<its path> with its tag and digest (docker.io/clastix/kamaji:x as "
+          "<mirror>/docker.io/clastix/kamaji:x); make up checks that the mirror has every one before "
+          "anything is created", nullable=True,
+          checks=(Check(REGISTRY_MIRROR, "{value!r} must be a registry as host[:port][/path], without "
+                                         "a scheme (registry.example:5000)"),)),
+))
+
 TENANT = Section("tenant", "One tenant: its control plane, networks, workers and GPUs.", (
     Field("name", "string", "DNS-1035 label: also the tenant's namespace and TenantControlPlane name, "
           "never a namespace the management cluster uses; every name generated from it (containers, "
@@ -349,6 +360,8 @@ ROOT = Section("config", "The platform's keys of a stack's config.", (
           ref=REFERENCE_POD.name),
     Field("gpuCapacity", "object", "what a preview does when declared GPU workloads do not fit",
           nullable=True, ref=GPU_CAPACITY.name),
+    Field("images", "object", "where images come from: a mirror registry for air-gapped installs",
+          nullable=True, ref=IMAGES.name),
     Field(MANAGEMENT_KUBECONFIG_KEY, "string", "secret, mode existing: the management cluster's "
           "kubeconfig (pulumi config set --secret managementKubeconfig < file); a plain value is refused",
           nullable=True, ref="secret"),
@@ -358,7 +371,7 @@ ROOT = Section("config", "The platform's keys of a stack's config.", (
           ref=SSH_KEYS_KEY),
 ))
 SECTIONS = (MANAGEMENT, GPU_MODEL, HAMI, GPUS, QUOTA_LIMITS, GPU_WORKLOAD, TENANT, REFERENCE_POD,
-            GPU_CAPACITY, ADDON, BASTION, HOST)
+            GPU_CAPACITY, IMAGES, ADDON, BASTION, HOST)
 CONFIG_KEYS = ROOT.keys
 
 # Rules the JSON Schema cannot express: they compare keys, or read a value as more than text.

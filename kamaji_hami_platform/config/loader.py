@@ -17,12 +17,12 @@ from kamaji_hami_platform.config.cross_tenant import (
     check_hosts,
     check_overlaps,
 )
-from kamaji_hami_platform.config.fields import CONFIG_KEYS
+from kamaji_hami_platform.config.fields import CONFIG_KEYS, IMAGES
 from kamaji_hami_platform.config.gpu import parse_gpu_capacity, parse_gpu_models, parse_reference_pod
 from kamaji_hami_platform.config.management import parse_management
-from kamaji_hami_platform.config.model import PlatformConfig, TenantConfig
+from kamaji_hami_platform.config.model import ImagesConfig, PlatformConfig, TenantConfig
 from kamaji_hami_platform.config.modes import check_tenant_modes
-from kamaji_hami_platform.config.reading import ConfigError, Problems
+from kamaji_hami_platform.config.reading import ConfigError, Problems, mapping, read_section
 from kamaji_hami_platform.config.rules import MANAGEMENT_KUBECONFIG_KEY, PROJECT, SECRET_CONFIG_KEYS
 from kamaji_hami_platform.config.secrets import parse_secrets, secret_values
 from kamaji_hami_platform.config.tenant import parse_tenant
@@ -55,10 +55,16 @@ def parse_config(raw: Mapping[str, Any]) -> PlatformConfig:
     check_hosts(raw_tenants, tenants, ssh_keys, problems)
     reference_pod = parse_reference_pod(raw.get("referencePod"), problems)
     enforcement = parse_gpu_capacity(raw.get("gpuCapacity"), problems)
+    images = parse_images(raw.get("images"), problems)
     if problems.items:
         raise ConfigError(problems.items, problems.code_only)
     return PlatformConfig(management, tuple(tenants), models, reference_pod, enforcement, kubeconfig,
-                          ssh_keys)
+                          ssh_keys, images)
+
+
+def parse_images(raw: Any, problems: Problems) -> ImagesConfig:
+    values, invalid = read_section(mapping(raw, "images", problems), IMAGES, "images", problems)
+    return ImagesConfig() if invalid else ImagesConfig(values["mirror"])
 
 
 def load_config() -> PlatformConfig:

@@ -256,6 +256,13 @@ class PodShapeConfig:
 
 
 @dataclass(frozen=True)
+class ImagesConfig:
+    """Where images come from: their own registries, or one mirror (kamaji_hami_platform/mirror.py)."""
+
+    mirror: str | None = None
+
+
+@dataclass(frozen=True)
 class PlatformConfig:
     """The whole validated stack configuration."""
 
@@ -268,6 +275,7 @@ class PlatformConfig:
     # The stack's secrets (existing mode): the management kubeconfig, SSH private keys by name.
     management_kubeconfig: SecretText | None = None
     ssh_private_keys: Mapping[str, SecretText] = field(default_factory=dict)
+    images: ImagesConfig = field(default_factory=ImagesConfig)
 
 # The 0.1.0 names of the validated shapes (each is a `*Config` now), kept for one release
 # (CHANGELOG.md). HamiSettings has none: that name is the typed dictionary of settings now.

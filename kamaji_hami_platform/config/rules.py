@@ -94,6 +94,12 @@ ENFORCEMENTS = ("mandatory", "warning")
 # Unicode digit and its `$` a trailing newline, ECMA's neither.
 DNS_1035 = "[a-z]([-a-z0-9]*[a-z0-9])?"
 DOCKER_NETWORK_NAME = "[a-zA-Z0-9][a-zA-Z0-9_.-]*"
+# A registry as image references name one (a host with a dot, `localhost`, or any host with a
+# port: distribution/reference normalize.go splitDockerDomain), then an optional path of
+# lower-case components: where `images.mirror` puts every image.
+_LABEL = "[a-z0-9]([a-z0-9-]*[a-z0-9])?"
+REGISTRY_MIRROR = (f"((localhost|{_LABEL}(\\.{_LABEL})+)(:[0-9]{{1,5}})?|{_LABEL}:[0-9]{{1,5}})"
+                   "(/[a-z0-9]+([._-][a-z0-9]+)*)*")
 IMAGE_WITH_TAG = "[a-z0-9./:_-]+:[A-Za-z0-9_.-]+(@sha256:[a-f0-9]{64})?"
 # An image tag: no leading zeros (kindest/node:v1.035.0 does not exist).
 _NUMBER = "(0|[1-9][0-9]*)"

@@ -17,6 +17,7 @@ from typing import Any, NotRequired, TypedDict
 
 from kamaji_hami_platform import config as cfg
 from kamaji_hami_platform.config.gpu import parse_gpu_models, parse_reference_pod
+from kamaji_hami_platform.config.loader import parse_images
 from kamaji_hami_platform.config.management import parse_management
 from kamaji_hami_platform.config.reading import Problems
 from kamaji_hami_platform.config.tenant import parse_tenant
@@ -205,6 +206,15 @@ class ManagementSettings(TypedDict, total=False):
     """False: the platform's kubelets start on cgroup v1 hosts (default true, the kubelet's own)."""
 
 
+class ImageSettings(TypedDict, total=False):
+    """Where images come from (stack config `images`)."""
+
+    mirror: str
+    """A registry holding every image, as host[:port][/path]: each reference is pulled as
+    `<mirror>/<its registry>/<its path>` (kamaji_hami_platform/mirror.py). Default: none, each
+    image from its own registry."""
+
+
 class PodShapeSettings(TypedDict, total=False):
     """A reference GPU pod (stack config `referencePod`)."""
 
@@ -304,6 +314,19 @@ def tenant_config(settings: Mapping[str, Any], where: str,
     return parsed
 
 
+def image_mirror(settings: Mapping[str, Any] | None, where: str) -> str | None:
+    """The validated mirror of `images` settings (None: each image from its own registry); a
+    ConfigError naming `where` and the key otherwise."""
+    problems = Problems()
+    parsed = parse_images(to_config(settings or {}), problems)
+    _raise(problems, where, "images", "images")
+    return parsed.mirror
+
+
+def image_settings(images: cfg.ImagesConfig) -> ImageSettings:
+    return _settings_of(images)
+
+
 def pod_shape(settings: Mapping[str, Any] | None, where: str) -> cfg.PodShapeConfig:
     problems = Problems()
     parsed = parse_reference_pod(to_config(settings or {}), problems)
@@ -381,6 +404,7 @@ __all__ = [
     "GpuWorkloadSettings",
     "HamiSettings",
     "HostSettings",
+    "ImageSettings",
     "ManagementSettings",
     "PodShapeSettings",
     "TenantSettings",

@@ -15,9 +15,11 @@ from kamaji_hami_platform.config import TenantConfig
 from kamaji_hami_platform.config.settings import (
     ChartSettings,
     GpuModelSettings,
+    ImageSettings,
     PodShapeSettings,
     TenantSettings,
     gpu_models,
+    image_mirror,
     pod_shape,
     tenant_config,
 )
@@ -57,6 +59,8 @@ class HamiNodePoolArgs(TypedDict):
     """Values deep-merged over the platform's for HAMi's chart."""
     chart: NotRequired[ChartSettings]
     """HAMi's chart from elsewhere (a mirror, an OCI registry, a local folder)."""
+    images: NotRequired[ImageSettings]
+    """Where images come from (stack config `images`): a mirror registry for every image."""
 
 
 class HamiNodePool(pulumi.ComponentResource):
@@ -83,7 +87,8 @@ class HamiNodePool(pulumi.ComponentResource):
         reference_pod = reference_request(pod_shape(args.get("reference_pod"), where))
         # The pack's guarantees the program can hold itself, before anything is registered.
         guardrails.plain_helm_values(args.get("helm_values"), where)
-        values = deep_merge(render.hami_values(tenant), args.get("helm_values"))
+        mirror = image_mirror(args.get("images"), where)
+        values = deep_merge(render.hami_values(tenant, mirror), args.get("helm_values"))
         guardrails.hami_webhook_fails_closed(values, where, render.WEBHOOK_EXCLUDED_NAMESPACES)
         guardrails.chart_pinned(args.get("chart"), f"{where}: chart")
         cluster_name = args["cluster_name"]
@@ -109,12 +114,13 @@ class HamiNodePool(pulumi.ComponentResource):
         if mock and devices:
             agent = create_objects(
                 f"{name}-gpu-capacity",
-                render.capacity_agent_objects({n: sum(d.count for d in ds) for n, ds in devices.items()}),
+                render.capacity_agent_objects({n: sum(d.count for d in ds) for n, ds in devices.items()},
+                                              mirror),
                 on_tenant)
         self.release = kubernetes.helm.v3.Release(
             f"{name}-hami",
             name=render.HAMI_RELEASE,
-            **chart_args(versions.HAMI_CHART, args.get("chart")),
+            **chart_args(versions.HAMI_CHART, args.get("chart"), mirror),
             namespace=render.HAMI_NAMESPACE,
             values=values,
             timeout=HELM_TIMEOUT_SECONDS,

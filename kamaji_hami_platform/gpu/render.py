@@ -16,6 +16,7 @@ from kamaji_hami_platform.gpu.devices import (
     GpuDevice,
     node_register_annotation,
 )
+from kamaji_hami_platform.mirror import mirrored, mirrored_registry
 
 HAMI_NAMESPACE = "kube-system"
 HAMI_RELEASE = "hami"
@@ -41,8 +42,28 @@ BUILTIN_NAMESPACES = ("default", "kube-public", "kube-system", "kube-node-lease"
 WEBHOOK_EXCLUDED_NAMESPACES = config.WEBHOOK_EXCLUDED_NAMESPACES  # the config refuses HAMi quotas there
 
 
-def hami_values(tenant: TenantConfig) -> dict[str, Any]:
-    """Values for the HAMi release of one tenant."""
+def _mirror_hami_images(values: dict[str, Any], mirror: str | None) -> dict[str, Any]:
+    """Every HAMi image from the mirror: each image of the chart is `registry/repository:tag`
+    (HAMi v2.10.0 charts/hami/templates/_commons.tpl common.images.image; the registries in
+    charts/hami/values.yaml). Per image, not global.imageRegistry, which would give the kube-scheduler
+    image (registry.k8s.io) the docker.io images' registry."""
+    if not mirror:
+        return values
+    registry = {"registry": mirrored_registry(versions.HAMI_IMAGE_REGISTRY, mirror)}
+    scheduler, device_plugin = values["scheduler"], values["devicePlugin"]
+    scheduler.setdefault("extender", {})["image"] = dict(registry)
+    scheduler["patch"] = {"image": dict(registry), "imageNew": dict(registry)}
+    device_plugin.update(image=dict(registry), monitor={"image": dict(registry)})
+    values["mockDevicePlugin"] = {"image": dict(registry)}
+    return values
+
+
+def hami_values(tenant: TenantConfig, mirror: str | None = None) -> dict[str, Any]:
+    """Values for the HAMi release of one tenant (its images from the mirror, if any)."""
+    return _mirror_hami_images(_hami_values(tenant, mirror), mirror)
+
+
+def _hami_values(tenant: TenantConfig, mirror: str | None) -> dict[str, Any]:
     mock = tenant.gpus is None or tenant.gpus.mock
     extender: dict[str, Any] = {}
     if mock:
@@ -55,7 +76,7 @@ def hami_values(tenant: TenantConfig) -> dict[str, Any]:
     return {
         "scheduler": {
             "kubeScheduler": {"image": {
-                "registry": versions.KUBE_SCHEDULER_IMAGE_REGISTRY,
+                "registry": mirrored_registry(versions.KUBE_SCHEDULER_IMAGE_REGISTRY, mirror),
                 "repository": versions.KUBE_SCHEDULER_IMAGE_REPOSITORY,
                 "tag": tenant.kubernetes_version,
             }},
@@ -115,7 +136,7 @@ def capacity_patch(slots: int) -> str:
             '{"op":"add","path":"/status/allocatable/' + path + f'","value":"{slots}"}}]')
 
 
-def capacity_agent_objects(nodes: dict[str, int]) -> list[dict[str, Any]]:
+def capacity_agent_objects(nodes: dict[str, int], mirror: str | None = None) -> list[dict[str, Any]]:
     """RBAC and one CronJob per GPU node that (re)applies its `nvidia.com/gpu` capacity.
 
     `nodes` maps node name -> slots. The capacity lives in the node status,
@@ -135,7 +156,7 @@ def capacity_agent_objects(nodes: dict[str, int]) -> list[dict[str, Any]]:
                        "namespace": HAMI_NAMESPACE}]},
     ]
     for node, slots in sorted(nodes.items()):
-        objects.append(_capacity_cronjob(node, slots))
+        objects.append(_capacity_cronjob(node, slots, mirror))
     return objects
 
 
@@ -151,10 +172,10 @@ def capacity_agent_rule(nodes: list[str]) -> dict[str, Any]:
             "resourceNames": nodes}
 
 
-def _capacity_cronjob(node: str, slots: int) -> dict[str, Any]:
+def _capacity_cronjob(node: str, slots: int, mirror: str | None) -> dict[str, Any]:
     container = {
         "name": "kubectl",
-        "image": versions.KUBECTL_IMAGE,
+        "image": mirrored(versions.KUBECTL_IMAGE, mirror),
         "command": ["/bin/kubectl", "patch", "node", node, "--subresource=status",
                     "--type=json", "-p", capacity_patch(slots)],
         # kubectl keeps a discovery cache under $HOME; give it a writable one.

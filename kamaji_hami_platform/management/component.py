@@ -13,7 +13,13 @@ from pulumi_command import local
 
 from kamaji_hami_platform import cgroup_v1, config, guardrails, local_shell, versions
 from kamaji_hami_platform.config import ManagementConfig
-from kamaji_hami_platform.config.settings import ChartSettings, ManagementSettings, management_config
+from kamaji_hami_platform.config.settings import (
+    ChartSettings,
+    ImageSettings,
+    ManagementSettings,
+    image_mirror,
+    management_config,
+)
 from kamaji_hami_platform.create_only_guards import create_only_guards, recorded_values
 from kamaji_hami_platform.helm import chart_args, deep_merge
 from kamaji_hami_platform.management import (
@@ -64,6 +70,8 @@ class ManagementClusterArgs(TypedDict, total=False):
     kubeconfig: pulumi.Input[str]
     """Mode existing: the cluster's kubeconfig (a secret; the stack's `managementKubeconfig`).
     Without it, `management.kubeconfig_context` of `kubeconfig_file` is read."""
+    images: ImageSettings
+    """Where images come from (stack config `images`): a mirror registry for every image."""
 
 
 def _helm_release(resource_name: str, release: str, chart: dict[str, Any], namespace: str,
@@ -138,10 +146,12 @@ class ManagementCluster(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         where = f"ManagementCluster {name!r}"
         management = management_config(args.get("management"), where)
+        mirror = image_mirror(args.get("images"), where)
         _check_release_keys(args, where)
         given_kubeconfig = _existing_kubeconfig(management, args.get("kubeconfig"), where)
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.settings: ManagementConfig = management
+        self._mirror = mirror
         values = args.get("helm_values") or {}
         charts = args.get("charts") or {}
         child = pulumi.ResourceOptions(parent=self)
@@ -165,8 +175,9 @@ class ManagementCluster(pulumi.ComponentResource):
         # Named after the component since 0.1.0; the alias keeps older stacks' releases.
         def release(release_name: str, pinned: versions.HelmChart, namespace: str,
                     platform_values: dict[str, Any]) -> kubernetes.helm.v3.Release:
+            chart = chart_args(pinned, charts.get(release_name), self._mirror)
             return _helm_release(
-                f"{name}-{release_name}", release_name, chart_args(pinned, charts.get(release_name)),
+                f"{name}-{release_name}", release_name, chart,
                 namespace, deep_merge(platform_values, values.get(release_name)),
                 pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
                     aliases=legacy_aliases(name, release_name), depends_on=before_releases)))
@@ -174,11 +185,12 @@ class ManagementCluster(pulumi.ComponentResource):
         self.cert_manager = None
         if management.install_cert_manager:
             self.cert_manager = release(CERT_MANAGER, versions.CERT_MANAGER_CHART,
-                                        render.CERT_MANAGER_NAMESPACE, render.cert_manager_values())
+                                        render.CERT_MANAGER_NAMESPACE,
+                                        render.cert_manager_values(self._mirror))
         self.metallb = None
         if management.install_metallb:
             self.metallb = release(METALLB, versions.METALLB_CHART, render.METALLB_NAMESPACE,
-                                   render.metallb_values())
+                                   render.metallb_values(self._mirror))
         self.pool_range = pulumi.Output.from_input(management.pool_range)
         if self.metallb is not None and management.manages_pool:
             self._metallb_pool(name, on_cluster, self.metallb)
@@ -189,7 +201,8 @@ class ManagementCluster(pulumi.ComponentResource):
             **kamaji_chart_args,
             namespace=render.KAMAJI_NAMESPACE,
             create_namespace=True,
-            values=deep_merge(render.kamaji_values(management), values.get(render.KAMAJI_RELEASE)),
+            values=deep_merge(render.kamaji_values(management, self._mirror),
+                              values.get(render.KAMAJI_RELEASE)),
             timeout=HELM_TIMEOUT_SECONDS,
             opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
                 aliases=legacy_aliases(name, render.KAMAJI_RELEASE),
@@ -225,7 +238,7 @@ class ManagementCluster(pulumi.ComponentResource):
         """The Docker network, the kind cluster, its kubeconfig and provider, and what kind's node
         needs: the options of everything installed on it, what the releases wait for (the provider
         alone) and what Kamaji waits for (kindnetd without limits)."""
-        kind_config = render.kind_cluster_config(management)
+        kind_config = render.kind_cluster_config(management, self._mirror)
         # kind keeps a network that exists (kind v0.31.0 network.go ensureNetwork): this one has
         # the configured subnet workers take fixed addresses from
         # (kamaji_hami_platform/management/docker_network.py).

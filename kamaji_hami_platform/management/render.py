@@ -15,6 +15,7 @@ from kamaji_hami_platform import cgroup_v1, names, versions
 from kamaji_hami_platform.config import MANAGEMENT_POD_CIDR, MANAGEMENT_SERVICE_CIDR, ManagementConfig
 from kamaji_hami_platform.create_only_guards import CreateOnlySetting
 from kamaji_hami_platform.docker_calls import bounded_docker
+from kamaji_hami_platform.mirror import mirrored, mirrored_registry, mirrored_repository
 from kamaji_hami_platform.shell_templates import Shell, Text
 from kamaji_hami_platform.shell_templates import render as render_script
 
@@ -34,14 +35,15 @@ _PACKAGE = "kamaji_hami_platform.management"
 
 
 
-def kind_cluster_config(management: ManagementConfig) -> str:
-    """kind's cluster config: one node, kind's default CNI, networks pinned explicitly; with
-    `management.failCgroupV1: false`, the kubelet patch that lets the node start on cgroup v1."""
+def kind_cluster_config(management: ManagementConfig, mirror: str | None = None) -> str:
+    """kind's cluster config: one node (its image from the mirror, if any), kind's default CNI,
+    networks pinned explicitly; with `management.failCgroupV1: false`, the kubelet patch that
+    lets the node start on cgroup v1."""
     config: dict[str, Any] = {
         "kind": "Cluster",
         "apiVersion": "kind.x-k8s.io/v1alpha4",
         "networking": {"podSubnet": MANAGEMENT_POD_CIDR, "serviceSubnet": MANAGEMENT_SERVICE_CIDR},
-        "nodes": [{"role": "control-plane", "image": management.node_image}],
+        "nodes": [{"role": "control-plane", "image": mirrored(management.node_image, mirror)}],
     }
     if patches := cgroup_v1.kind_config_patches(management):
         config["kubeadmConfigPatches"] = patches
@@ -102,18 +104,51 @@ def control_plane_container(management: ManagementConfig) -> str:
     return names.kind_node_container(management.name)
 
 
-def cert_manager_values() -> dict[str, Any]:
-    return {"crds": {"enabled": True}}
+def cert_manager_values(mirror: str | None = None) -> dict[str, Any]:
+    """With a mirror, every cert-manager image from it: the chart builds each as
+    `imageRegistry/imageNamespace/<name>` (cert-manager v1.21.2 deploy/charts/cert-manager/
+    values.yaml `imageRegistry: quay.io`, "can include path prefixes"; templates/_helpers.tpl)."""
+    values: dict[str, Any] = {"crds": {"enabled": True}}
+    if mirror:
+        values["imageRegistry"] = mirrored_registry(versions.CERT_MANAGER_IMAGE_REGISTRY, mirror)
+    return values
 
 
-def metallb_values() -> dict[str, Any]:
-    return {}
-
-
-def kamaji_values(management: ManagementConfig) -> dict[str, Any]:
-    """Kamaji pinned by image tag; `resources: null` as the kind guide installs it."""
+def metallb_values(mirror: str | None = None) -> dict[str, Any]:
+    """With a mirror, MetalLB's images from it (metallb v0.15.3 charts/metallb/values.yaml:
+    controller.image.repository, speaker.image.repository, speaker.frr.image.repository)."""
+    if not mirror:
+        return {}
     return {
-        "image": {"tag": versions.KAMAJI_IMAGE_TAG},
+        "controller": {"image": {"repository": mirrored_repository(versions.METALLB_CONTROLLER_REPOSITORY,
+                                                                   mirror)}},
+        "speaker": {"image": {"repository": mirrored_repository(versions.METALLB_SPEAKER_REPOSITORY, mirror)},
+                    "frr": {"image": {"repository": mirrored_repository(
+                        versions.METALLB_FRR_IMAGE.rsplit(":", 1)[0], mirror)}}},
+    }
+
+
+def _kamaji_etcd_images(mirror: str | None) -> dict[str, Any]:
+    """kamaji-etcd's images from the mirror (clastix/kamaji-etcd v0.15.0 charts/kamaji-etcd/
+    values.yaml: image.repository, jobs.{cfssl,kubectl,etcd}.image)."""
+    if not mirror:
+        return {}
+    return {
+        "image": {"repository": mirrored_repository(versions.KAMAJI_ETCD_IMAGE.rsplit(":", 1)[0], mirror)},
+        "jobs": {job: {"image": mirrored_repository(repository, mirror)}
+                 for job, repository in versions.KAMAJI_ETCD_JOB_REPOSITORIES.items()},
+    }
+
+
+def kamaji_values(management: ManagementConfig, mirror: str | None = None) -> dict[str, Any]:
+    """Kamaji pinned by image tag; `resources: null` as the kind guide installs it; with a mirror,
+    its image and kamaji-etcd's from it (clastix/kamaji 26.8.2-edge charts/kamaji/values.yaml
+    image.repository)."""
+    image: dict[str, Any] = {"tag": versions.KAMAJI_IMAGE_TAG}
+    if mirror:
+        image["repository"] = mirrored_repository(versions.KAMAJI_IMAGE_REPOSITORY, mirror)
+    return {
+        "image": image,
         # null removes the chart's default limits, as the kind guide does (--set resources=null);
         # pulumi-kubernetes keeps nulls in Release values since 4.30 (helm_release_test.go
         # TestDecodeRelease_NullPreservedThroughWire), so a refresh does not diff on it.
@@ -122,7 +157,7 @@ def kamaji_values(management: ManagementConfig) -> dict[str, Any]:
         # (26.8.2-edge internal/webhook/handlers/tcp_telemetry.go): the webhook wait's
         # dry-run probes would be counted as clusters.
         "telemetry": {"disabled": True},
-        "kamaji-etcd": {"replicas": management.kamaji_etcd_replicas},
+        "kamaji-etcd": {"replicas": management.kamaji_etcd_replicas, **_kamaji_etcd_images(mirror)},
     }
 
 

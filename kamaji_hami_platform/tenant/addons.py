@@ -19,6 +19,7 @@ import yaml
 
 from kamaji_hami_platform import versions
 from kamaji_hami_platform.config import TenantConfig
+from kamaji_hami_platform.mirror import mirrored
 
 KUBE_SYSTEM = "kube-system"
 KINDNET = "kindnet"
@@ -59,12 +60,12 @@ def _service_account(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name)}
 
 
-def kindnet_objects(tenant: TenantConfig, endpoint: str) -> list[dict[str, Any]]:
+def kindnet_objects(tenant: TenantConfig, endpoint: str, mirror: str | None = None) -> list[dict[str, Any]]:
     """kindnet with its RBAC; `endpoint` is the tenant API server as host:port."""
     labels = {"app": KINDNET, "k8s-app": KINDNET, "tier": "node"}
     container = {
         "name": "kindnet-cni",
-        "image": versions.KINDNET_IMAGE,
+        "image": mirrored(versions.KINDNET_IMAGE, mirror),
         "env": [
             {"name": "HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}},
             {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
@@ -139,7 +140,8 @@ def config_hash(data: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def kube_proxy_objects(tenant: TenantConfig, endpoint: str) -> list[dict[str, Any]]:
+def kube_proxy_objects(tenant: TenantConfig, endpoint: str,
+                       mirror: str | None = None) -> list[dict[str, Any]]:
     labels = {"k8s-app": KUBE_PROXY}
     config = {
         "config.conf": yaml.safe_dump(kube_proxy_configuration(tenant), sort_keys=True),
@@ -147,7 +149,7 @@ def kube_proxy_objects(tenant: TenantConfig, endpoint: str) -> list[dict[str, An
     }
     container = {
         "name": KUBE_PROXY,
-        "image": f"{versions.KUBE_PROXY_IMAGE_REPOSITORY}:{tenant.kubernetes_version}",
+        "image": mirrored(f"{versions.KUBE_PROXY_IMAGE_REPOSITORY}:{tenant.kubernetes_version}", mirror),
         "command": ["/usr/local/bin/kube-proxy", "--config=/var/lib/kube-proxy/config.conf",
                     "--hostname-override=$(NODE_NAME)"],
         "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],

@@ -23,8 +23,10 @@ from pulumi_command import local
 from kamaji_hami_platform import cgroup_v1, local_shell, names, resource_inputs
 from kamaji_hami_platform.config import HostConfig, ManagementConfig, TenantConfig
 from kamaji_hami_platform.config.settings import (
+    ImageSettings,
     ManagementSettings,
     TenantSettings,
+    image_mirror,
     management_config,
     tenant_config,
 )
@@ -158,6 +160,8 @@ class KamajiTenantArgs(TypedDict):
     ssh_private_keys: NotRequired[pulumi.Input[dict[str, pulumi.Input[str]]]]
     """SSH private keys by name (secrets), for the tenant's `hosts` and their bastions: each host
     names its key (`private_key`). The stack's `sshPrivateKeys`."""
+    images: NotRequired[ImageSettings]
+    """Where images come from (stack config `images`): a mirror registry for every image."""
 
 
 class KamajiTenant(pulumi.ComponentResource):
@@ -186,6 +190,7 @@ class KamajiTenant(pulumi.ComponentResource):
         where = f"KamajiTenant {name!r}"
         tenant = tenant_config(args["tenant"], where)
         management_settings = management_config(args.get("management"), where)
+        mirror = image_mirror(args.get("images"), where)
         check_provider_args(args, "management", where)
         if opts is not None and opts.deleted_with is not None:
             raise Refusal(f"{where}: deleted_with in opts would reach every child, the workers too "
@@ -234,7 +239,7 @@ class KamajiTenant(pulumi.ComponentResource):
                 name, management_settings, on_management, after=self.create_only)
             network = resource_inputs.ResourceInput(self.own_network, (self.own_network,))
         self.control_plane = self._control_plane(
-            name, management_settings, on_management,
+            name, management_settings, mirror, on_management,
             [namespace, *self.network_policies, *self.create_only, *self.api_address_pool])
         admin_secret = self._admin_kubeconfig_secret(name, management_provider)
         self.kubeconfig = pulumi.Output.secret(
@@ -288,20 +293,20 @@ class KamajiTenant(pulumi.ComponentResource):
                                                       previous=self.workers[-1:],
                                                       cgroup_v1_allowed=cgroup_v1.allowed(management_settings)))
         elif tenant.workers:
-            self.worker_image = self._worker_image(name, management_settings)
+            self.worker_image = self._worker_image(name, management_settings, mirror)
         for index in range(0 if tenant.on_hosts else tenant.workers):
             # One at a time: each worker waits for the one before it, so a change that
             # replaces workers (version, spec, control plane) rolls through them and the
             # tenant keeps its other nodes meanwhile.
-            self.workers.append(self._worker(node_join.Worker(tenant, index, management_settings),
+            self.workers.append(self._worker(node_join.Worker(tenant, index, management_settings, mirror),
                                              previous=self.workers[-1:], network=network,
                                              host_flags=host_flags))
         api_host_port = self.endpoint.apply(host_port)
         self.cni = create_objects_with(
-            f"{name}-kindnet", lambda ep: tenant_addons.kindnet_objects(tenant, ep),
+            f"{name}-kindnet", lambda ep: tenant_addons.kindnet_objects(tenant, ep, mirror),
             api_host_port, on_tenant)
         self.kube_proxy = create_objects_with(
-            f"{name}-kube-proxy", lambda ep: tenant_addons.kube_proxy_objects(tenant, ep),
+            f"{name}-kube-proxy", lambda ep: tenant_addons.kube_proxy_objects(tenant, ep, mirror),
             api_host_port, on_tenant)
 
         self.register_outputs({
@@ -313,9 +318,10 @@ class KamajiTenant(pulumi.ComponentResource):
                if self.kubelet_skew_checks else {}),
         })
 
-    def _control_plane(self, name: str, management: ManagementConfig, on_management: pulumi.ResourceOptions,
+    def _control_plane(self, name: str, management: ManagementConfig, mirror: str | None,
+                       on_management: pulumi.ResourceOptions,
                        after: list[pulumi.Resource]) -> kubernetes.apiextensions.CustomResource:
-        tcp = tcp_render.tenant_control_plane(self.tenant, management)
+        tcp = tcp_render.tenant_control_plane(self.tenant, management, mirror)
         timeout = f"{tcp_render.READY_TIMEOUT_MINUTES}m"
         return kubernetes.apiextensions.CustomResource(
             f"{name}-control-plane",
@@ -375,10 +381,10 @@ class KamajiTenant(pulumi.ComponentResource):
 
         return self.control_plane.id.apply(read)
 
-    def _worker_image(self, name: str, management: ManagementConfig) -> local.Command:
+    def _worker_image(self, name: str, management: ManagementConfig, mirror: str | None) -> local.Command:
         """The workers' image, pulled before any worker is replaced (a new version's image that
         cannot be pulled fails here, with every old worker still running)."""
-        image = node_join.Worker(self.tenant, 0, management).image
+        image = node_join.Worker(self.tenant, 0, management, mirror).image
         return local.Command(
             f"{name}-worker-image",
             create=node_join.image_pull_script(image),

@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kamaji_hami_platform import cgroup_v1, names
+from kamaji_hami_platform import cgroup_v1, names, versions
 from kamaji_hami_platform.config import LOAD_BALANCER, NODE_PORT, ManagementConfig, TenantConfig
 from kamaji_hami_platform.create_only_guards import CreateOnlySetting
+from kamaji_hami_platform.mirror import mirrored_registry, mirrored_repository
 from kamaji_hami_platform.tenant import own_network
 from kamaji_hami_platform.tenant.api_clients import source_ranges
 
@@ -130,10 +131,28 @@ def _service_and_address(tenant: TenantConfig,
     return service, {"loadBalancerSourceRanges": source_ranges(tenant, management)}
 
 
-def tenant_control_plane(tenant: TenantConfig, management: ManagementConfig | None = None) -> dict[str, Any]:
+def _mirrored_images(mirror: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(deployment, addons) settings that pull the control plane's images from the mirror: Kamaji
+    builds `<registry>/<component>:<version>` (26.8.2-edge api/v1alpha1/
+    tenantcontrolplane_registrysettings_funcs.go), `<image>:<version>` for Konnectivity
+    (internal/builders/controlplane/konnectivity_server.go, internal/resources/konnectivity/agent.go),
+    and CoreDNS as kubeadm does, `<imageRepository>/coredns:<tag>` (kubernetes
+    cmd/kubeadm/app/images/images.go GetDNSImage, through Kamaji's internal/kubeadm/addon.go)."""
+    if not mirror:
+        return {}, {}
+    server, agent = (mirrored_repository(image, mirror) for image in versions.KONNECTIVITY_IMAGES)
+    registry = mirrored_registry(versions.CONTROL_PLANE_IMAGE_REGISTRY, mirror)
+    return ({"registrySettings": {"registry": registry}},
+            {"coreDNS": {"imageRepository": mirrored_repository(versions.COREDNS_REPOSITORY, mirror)},
+             "konnectivity": {"server": {"image": server}, "agent": {"image": agent}}})
+
+
+def tenant_control_plane(tenant: TenantConfig, management: ManagementConfig | None = None,
+                         mirror: str | None = None) -> dict[str, Any]:
     """The whole TenantControlPlane object for one tenant (exposed as `management` says; by default
-    as a LoadBalancer)."""
+    as a LoadBalancer; its images from the mirror, if any)."""
     service, address = _service_and_address(tenant, management)
+    deployment_images, addon_images = _mirrored_images(mirror)
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -146,7 +165,7 @@ def tenant_control_plane(tenant: TenantConfig, management: ManagementConfig | No
             "dataStore": DATASTORE,
             "dataStoreSchema": datastore_schema(tenant),
             "controlPlane": {
-                "deployment": {"replicas": tenant.control_plane_replicas},
+                "deployment": {"replicas": tenant.control_plane_replicas, **deployment_images},
                 "service": service,
             },
             "kubernetes": {
@@ -167,11 +186,13 @@ def tenant_control_plane(tenant: TenantConfig, management: ManagementConfig | No
             # kube-proxy is deployed by the platform (kube_proxy.py), not by
             # Kamaji's addon, which has no conntrack override (tenant/addons.py).
             "addons": {
-                "coreDNS": {},
+                "coreDNS": {**addon_images.get("coreDNS", {})},
                 "konnectivity": {
-                    "server": {"port": konnectivity_port(tenant)},
+                    "server": {"port": konnectivity_port(tenant),
+                               **addon_images.get("konnectivity", {}).get("server", {})},
                     # Host network: the agent connects before the tenant CNI runs.
-                    "agent": {"mode": "DaemonSet", "hostNetwork": True},
+                    "agent": {"mode": "DaemonSet", "hostNetwork": True,
+                              **addon_images.get("konnectivity", {}).get("agent", {})},
                 },
             },
         },

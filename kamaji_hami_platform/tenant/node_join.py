@@ -18,6 +18,7 @@ from kamaji_hami_platform import docker_calls, network, versions
 from kamaji_hami_platform.config import ManagementConfig, TenantConfig
 from kamaji_hami_platform.docker_calls import bounded_docker
 from kamaji_hami_platform.management import docker_host
+from kamaji_hami_platform.mirror import mirrored
 from kamaji_hami_platform.shell_templates import Shell, Text
 from kamaji_hami_platform.shell_templates import render as render_script
 from kamaji_hami_platform.tenant import own_network
@@ -60,6 +61,7 @@ class Worker:
     tenant: TenantConfig
     index: int
     management: ManagementConfig
+    mirror: str | None = None  # images.mirror: the node image comes from it
 
     @property
     def name(self) -> str:
@@ -67,7 +69,7 @@ class Worker:
 
     @property
     def image(self) -> str:
-        return versions.kind_node_image(self.tenant.kubernetes_version)
+        return mirrored(versions.kind_node_image(self.tenant.kubernetes_version), self.mirror)
 
     @property
     def network(self) -> str:

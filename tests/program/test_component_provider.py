@@ -131,7 +131,8 @@ class TestSchemaOverGrpc:
     def test_management_cluster(self, schema):
         resource = _resource(schema, "ManagementCluster")
         inputs = resource["inputProperties"]
-        assert set(inputs) == {"management", "helmValues", "charts", "kubeconfig"}
+        assert set(inputs) == {"management", "helmValues", "charts", "kubeconfig", "images"}
+        assert inputs["images"]["$ref"] == _type_ref("ImageSettings")
         assert resource.get("requiredInputs", []) == []
         # Mode existing: the cluster's kubeconfig, an input (another language passes a secret).
         assert inputs["kubeconfig"]["type"] == "string" and "plain" not in inputs["kubeconfig"]
@@ -153,7 +154,8 @@ class TestSchemaOverGrpc:
         resource = _resource(schema, "KamajiTenant")
         inputs = resource["inputProperties"]
         assert set(inputs) == {"tenant", "managementProvider", "managementKubeconfig", "managementCluster",
-                               "management", "hostFlags", "managementNetwork", "sshPrivateKeys"}
+                               "management", "hostFlags", "managementNetwork", "sshPrivateKeys", "images"}
+        assert inputs["images"]["$ref"] == _type_ref("ImageSettings")
         assert inputs["sshPrivateKeys"]["additionalProperties"]["type"] == "string"
         # One of managementProvider and managementKubeconfig: checked by the component.
         assert sorted(resource["requiredInputs"]) == ["tenant"]
@@ -174,7 +176,8 @@ class TestSchemaOverGrpc:
         resource = _resource(schema, "HamiNodePool")
         inputs = resource["inputProperties"]
         assert set(inputs) == {"tenant", "clusterName", "tenantProvider", "tenantKubeconfig", "workers",
-                               "gpuModels", "referencePod", "helmValues", "chart"}
+                               "gpuModels", "referencePod", "helmValues", "chart", "images"}
+        assert inputs["images"]["$ref"] == _type_ref("ImageSettings")
         assert sorted(resource["requiredInputs"]) == ["clusterName", "tenant", "workers"]
         assert inputs["tenantKubeconfig"]["type"] == "string"
         assert inputs["tenantProvider"]["$ref"] == KUBERNETES_PROVIDER
@@ -193,7 +196,8 @@ class TestSchemaOverGrpc:
         types = {token.split(":")[-1]: spec for token, spec in schema["types"].items()}
         assert set(types) == {"ManagementSettings", "TenantSettings", "GpuPoolSettings", "HamiSettings",
                               "GpuModelSettings", "PodShapeSettings", "ChartSettings", "GpuWorkloadSettings",
-                              "AddonSettings", "HostSettings", "BastionSettings"}
+                              "AddonSettings", "HostSettings", "BastionSettings", "ImageSettings"}
+        assert set(types["ImageSettings"]["properties"]) == set(config.IMAGES.keys) == {"mirror"}
         tenant = types["TenantSettings"]["properties"]
         assert set(tenant) == {"name", "kubernetesVersion", "podCidr", "serviceCidr", "controlPlaneReplicas",
                                "workers", "addressBlock", "gpus", "hami", "gpuQuotas", "gpuWorkloads",

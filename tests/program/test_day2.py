@@ -231,7 +231,7 @@ class TestCreateOnlySettings:
         replacement comes only from the guards of the settings kind creates it with."""
         original = management_render.kind_cluster_config
         monkeypatch.setattr(management_render, "kind_cluster_config",
-                            lambda m: original(m) + "# a later release's kind config\n")
+                            lambda m, mirror=None: original(m, mirror) + "# a later release's kind config\n")
         assert plan(before, run_program(two_workers)) == []
 
     def test_the_kind_cluster_is_replaced_with_the_guards_of_what_kind_creates_it_with(self, before):

@@ -5,7 +5,8 @@
 # every binary and the engine's runtime wrapper (for PATH):
 #   dockerd, docker-proxy (moby v28.5.2: Docker >= 27 for endpoint sysctls), containerd and its
 #   runc shim (v2.4.2), runc (v1.5.3, with seccomp from Debian's libseccomp), the docker CLI
-#   (v28.5.2) and kind (the platform's pinned KIND_CLI_VERSION).
+#   (v28.5.2), kind (the platform's pinned KIND_CLI_VERSION), distribution's registry (v3.1.2: the
+#   tier's mirror) and go-containerregistry's crane (v0.22.1: copies images into a mirror).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${KHP_TOOLCHAIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kamaji-hami-platform/toolchain}
@@ -35,7 +36,7 @@ built_dir() {
 
 bin="$cache/live-bin"
 rm -rf "$bin" && mkdir -p "$bin"
-for program in dockerd containerd runc docker-cli kind; do
+for program in dockerd containerd runc docker-cli kind registry crane; do
   out=$(built_dir "$program")
   if [ -f "$out/.built" ]; then
     echo "live: $program cached ($out)" >&2
