@@ -19,7 +19,7 @@ export PULUMI_CONFIG_PASSPHRASE :=
 endif
 
 .PHONY: help up preview down test engine sim ssh test-venv e2e e2e-lifecycle lint images check-pulumi check-tools check-kind-version \
-	venv stack unprotect-tenant tenant-argument kamaji-chart live-tools live-engine live-engine-stop live-engine-test
+	venv stack unprotect-tenant tenant-argument kamaji-chart mirror live-tools live-engine live-engine-stop live-engine-test
 
 help:
 	@echo "make up       create the platform (stack $(STACK)): kind, Kamaji, tenants, HAMi"
@@ -35,6 +35,7 @@ help:
 	@echo "              (engine, sim and ssh fail when a test skips; ALLOW_SKIP=1 lets them skip)"
 	@echo "make images   list every pinned image and chart"
 	@echo "make kamaji-chart  fetch and verify the pinned Kamaji chart (make preview does it)"
+	@echo "make mirror [MIRROR=<registry>] [FROM=<registry>]  copy every image and chart the stack pulls into a mirror"
 	@echo "make e2e      acceptance cases TC-00..TC-08 and the declared workloads against the deployed stack $(STACK)"
 	@echo "make e2e-lifecycle  up, cases, no-op preview, destroy on a throwaway stack"
 	@echo "make unprotect-tenant TENANT=<name>  before removing a tenant from the config (its data goes)"
@@ -197,6 +198,13 @@ e2e-lifecycle: check-tools venv
 
 lint: venv
 	$(VENV)/bin/ruff check .
+
+# Fill a mirror registry with every image and chart the stack pulls (crane and helm from PATH:
+# make live-tools builds both): MIRROR defaults to the stack's images.mirror; FROM copies from
+# another mirror instead of the upstream registries (docs/operations/air-gapped.md).
+mirror: venv
+	$(VENV)/bin/python -m kamaji_hami_platform.tools.mirror_copy --stack $(STACK) \
+		$(if $(MIRROR),--to $(MIRROR)) $(if $(FROM),--from $(FROM))
 
 # Every pin, then every image the stack pulls (charts' and Kamaji's included): a mirror list.
 images: venv kamaji-chart

@@ -57,16 +57,22 @@ class Wanted:
         return f"{self.host}/{self.name}{separator}{self.reference}"
 
 
+def stack_images(platform: PlatformConfig) -> list[str]:
+    """Every image the stack pulls, by its upstream name (`make images`' list, and the stack's own
+    node image where it sets another)."""
+    images = {image for _, image in versions.images([t.kubernetes_version for t in platform.tenants])}
+    if platform.management.is_kind:
+        images.add(platform.management.node_image)
+    return sorted(images)
+
+
 def wanted(platform: PlatformConfig) -> list[Wanted]:
     """Every image the stack pulls and every chart it installs from a Helm repository, in the mirror."""
     mirror = platform.images.mirror
     assert mirror, "the stack names no images.mirror"
     host, _, prefix = mirror.partition("/")
-    images = {image for _, image in versions.images([t.kubernetes_version for t in platform.tenants])}
-    if platform.management.is_kind:
-        images.add(platform.management.node_image)
     found = []
-    for image in sorted(images):
+    for image in stack_images(platform):
         pulled = parse(mirrored(image, mirror))
         name = pulled.repository.removeprefix(f"{host}/")
         found.append(Wanted(host, name, pulled.digest or pulled.tag or "latest", image))
