@@ -62,11 +62,11 @@ KUBERNETES_PROVIDER = (f"/kubernetes/v{KUBERNETES_PLUGIN[1]}/schema.json"
                        "#/resources/pulumi:providers:kubernetes")
 COMMAND = f"/command/v{COMMAND_PLUGIN[1]}/schema.json#/resources/command:local:Command"
 INPUTS = {
-    "ManagementCluster": {"management", "helmValues", "charts", "kubeconfig"},
+    "ManagementCluster": {"management", "helmValues", "charts", "kubeconfig", "images"},
     "KamajiTenant": {"tenant", "managementProvider", "managementKubeconfig", "managementCluster",
-                     "management", "hostFlags", "managementNetwork", "sshPrivateKeys"},
+                     "management", "hostFlags", "managementNetwork", "sshPrivateKeys", "images"},
     "HamiNodePool": {"tenant", "clusterName", "tenantProvider", "tenantKubeconfig", "workers", "gpuModels",
-                     "referencePod", "helmValues", "chart"},
+                     "referencePod", "helmValues", "chart", "images"},
 }
 OUTPUTS = {
     "ManagementCluster": {"kubeconfig", "provider", "poolRange", "hostFlags", "cluster", "network"},
