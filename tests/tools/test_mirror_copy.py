@@ -86,3 +86,15 @@ def test_a_mirror_that_does_not_answer_is_one_clear_error(tmp_path):
     assert result.returncode == 1
     assert result.stderr.startswith("error: a registry does not answer (127.0.0.1:9)")
     assert "Traceback" not in result.stderr
+
+
+def test_make_images_names_each_image_as_the_stack_pulls_it_from_the_mirror(tmp_path):
+    stack = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    stack["config"]["kamaji-hami-platform:images"] = {"mirror": "to.example:5000"}
+    (tmp_path / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack))
+    listed = subprocess.run([sys.executable, "-m", "kamaji_hami_platform.tools.images", "dev"], cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                            timeout=60, check=True).stdout.splitlines()
+    (line,) = [line for line in listed if line.startswith("registry.k8s.io/kube-apiserver:v1.35.0 ")]
+    assert line.endswith("(from to.example:5000/registry.k8s.io/kube-apiserver:v1.35.0)")
+    assert all(" (from to.example:5000/" in line for line in listed)
