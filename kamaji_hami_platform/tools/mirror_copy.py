@@ -5,9 +5,11 @@ can point at it: `python -m kamaji_hami_platform.tools.mirror_copy --stack <stac
 Each image is copied with `crane copy` (go-containerregistry), which copies a manifest or a whole
 multi-platform index unchanged, so a reference pinned by digest keeps its digest in the mirror
 (kamaji_hami_platform/mirror.py). Each chart the platform installs from a Helm repository is pulled
-with `helm pull` and pushed as an OCI artifact to `oci://<mirror>/charts`. `--from` copies from
-another mirror laid out the same way (a connected registry to an air-gapped one) instead of from
-the upstream registries. A registry that answers plain HTTP is written with crane's `--insecure`
+with `helm pull` and pushed as an OCI artifact to `oci://<mirror>/charts` (helm records the push
+time in the manifest, so a chart pushed twice has two manifest digests; the platform pins charts
+by version). `--from` copies from another mirror laid out the same way (a connected registry to an
+air-gapped one) instead of from the upstream registries, charts included, with `crane copy`. A
+registry that answers plain HTTP is written with crane's `--insecure`
 and helm's `--plain-http`. What fails is listed at the end; the rest is copied anyway, and a second
 run copies it again (crane and helm overwrite a tag with the same content).
 
@@ -29,7 +31,7 @@ from pathlib import Path
 
 from kamaji_hami_platform import versions
 from kamaji_hami_platform.config import ConfigError, ImagesConfig, load_stack
-from kamaji_hami_platform.mirror import CHARTS_PATH, mirrored, mirrored_chart, parse
+from kamaji_hami_platform.mirror import CHARTS_PATH, mirrored, parse
 from kamaji_hami_platform.tools import mirror_check
 
 COPY_TIMEOUT_SECONDS = 1800
@@ -58,14 +60,18 @@ def copies(stack_images: list[str], to: str, source: str | None, to_http: bool, 
         origin = mirrored(image, source)
         found.append(Copy(image, ["crane", "copy", *insecure, origin, _tag_only(mirrored(image, to))]))
     for chart in mirror_check.HELM_CHARTS:
+        target = f"{to}/{CHARTS_PATH}/{chart.name}:{chart.version}"
         if source:
-            pull = ["helm", "pull", mirrored_chart(chart.name, source), "--version", chart.version,
-                    *(["--plain-http"] if source_http else [])]
-        else:
-            pull = ["helm", "pull", chart.name, "--repo", chart.repository, "--version", chart.version]
+            # Already an OCI artifact: copied as the images are, manifest and all.
+            origin = f"{source}/{CHARTS_PATH}/{chart.name}:{chart.version}"
+            found.append(Copy(f"chart {chart.name} {chart.version}",
+                              ["crane", "copy", *insecure, origin, target]))
+            continue
+        pull = ["helm", "pull", chart.name, "--repo", chart.repository, "--version", chart.version,
+                "--destination", str(folder)]
         push = ["helm", "push", str(folder / f"{chart.name}-{chart.version}.tgz"), f"oci://{to}/{CHARTS_PATH}",
                 *(["--plain-http"] if to_http else [])]
-        found.append(Copy(f"chart {chart.name} {chart.version}", [*pull, "--destination", str(folder)]))
+        found.append(Copy(f"chart {chart.name} {chart.version}", pull))
         found.append(Copy(f"chart {chart.name} {chart.version} (push)", push))
     return found
 

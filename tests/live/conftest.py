@@ -71,7 +71,7 @@ def live_bin() -> Path:
     if reason:
         tiers.unavailable("live", reason)
     built = subprocess.run(["bash", str(ROOT / "toolchain" / "live" / "build.sh")], capture_output=True,
-                           text=True, timeout=1800, check=False)
+                           text=True, timeout=3600, check=False)
     assert built.returncode == 0, built.stderr[-3000:]
     return Path(built.stdout.strip().splitlines()[-1])
 

@@ -43,9 +43,10 @@ def test_from_another_mirror_over_plain_http(dev_config, tmp_path):
     node = next(step.command for step in steps if step.what == NODE)
     assert node == ["crane", "copy", "--insecure", f"127.0.0.1:5000/docker.io/{NODE}",
                     "127.0.0.1:5001/docker.io/kindest/node:v1.35.0"]
-    pull = next(step.command for step in steps if step.what == "chart metallb 0.15.3")
-    assert pull[:6] == ["helm", "pull", "oci://127.0.0.1:5000/charts/metallb", "--version", "0.15.3",
-                        "--plain-http"]
+    chart = next(step.command for step in steps if step.what == "chart metallb 0.15.3")
+    assert chart == ["crane", "copy", "--insecure", "127.0.0.1:5000/charts/metallb:0.15.3",
+                     "127.0.0.1:5001/charts/metallb:0.15.3"]
+    assert not [step for step in steps if step.command[0] == "helm"]
 
 
 def test_a_failed_copy_is_listed_and_the_rest_go_on(tmp_path):

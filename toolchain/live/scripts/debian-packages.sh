@@ -2,10 +2,13 @@
 # The Debian packages the live tier's engine needs on the machine that runs it: runc links
 # libseccomp (built with pkg-config and gcc), dockerd programs its bridges with iptables, the
 # runtime wrapper edits OCI bundles with jq, and the engine's network namespace is made with
-# util-linux's unshare/nsenter and read back with iproute2. Installs what is missing (as root,
-# like the ssh tier's toolchain/openssh.sh, from Debian's own mirror), else names it.
+# util-linux's unshare/nsenter and read back with iproute2. The kind node image
+# (toolchain/live/node-image/) bootstraps its Debian rootfs with debootstrap, compiles pause
+# statically with gcc and libc6-dev (libc.a), strips it (binutils) and tells dynamically linked
+# files by `file`. Installs what is missing (as root, like the ssh tier's toolchain/openssh.sh,
+# from Debian's own mirror), else names it.
 set -euo pipefail
-packages=(libseccomp-dev pkg-config gcc libc6-dev iptables jq util-linux iproute2)
+packages=(libseccomp-dev pkg-config gcc libc6-dev iptables jq util-linux iproute2 debootstrap binutils file)
 
 missing=()
 for package in "${packages[@]}"; do

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# `kind build node-image --type file` (kind v0.31.0) from the Kubernetes server tarball, on the
+# base image, in the engine's namespace (engine-run.sh), with docker-shim.sh first on PATH as
+# `docker` for this command only, so that kind's pulls come from the engine and the offline
+# archives and never from a registry. The shim's decisions are printed after the build.
+# Usage: node-image.sh <bin folder> <engine folder> <base image> <kubernetes tarball> <offline folder> <node image tag>
+set -euo pipefail
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$(dirname "$0")/lib.sh"
+usage="usage: node-image.sh <bin folder> <engine folder> <base image> <kubernetes tarball> <offline folder> <tag>"
+bin=${1:?$usage} engine=${2:?$usage} base=${3:?$usage} tarball=${4:?$usage} offline=${5:?$usage} tag=${6:?$usage}
+shim=$(mktemp -d)
+trap 'rm -rf "$shim"' EXIT
+# A `docker` that runs the shim with bash (whatever mode the checkout gave the file).
+printf '#!/usr/bin/env bash\nexec bash %q "$@"\n' "$node_here/docker-shim.sh" > "$shim/docker"
+chmod 0755 "$shim/docker"
+: > "$shim/decisions.log"
+
+say "kind build node-image $tag on $base (docker-shim.sh as docker)..."
+status=0
+in_engine "$bin" "$engine" env PATH="$shim:$bin:$PATH" KHP_REAL_DOCKER="$bin/docker" \
+  KHP_OFFLINE_IMAGES="$offline" KHP_SHIM_LOG="$shim/decisions.log" \
+  kind build node-image --type file --base-image "$base" --image "$tag" --arch "$arch" "$tarball" \
+  > "$shim/kind.log" 2>&1 || status=$?
+sed 's/^/live: /' "$shim/decisions.log" >&2
+if ! grep -q '^docker-shim: pull ' "$shim/decisions.log"; then
+  say "kind never ran the docker shim (its docker pull of the base image was not seen)"
+  [ "$status" != 0 ] || status=1
+fi
+if [ "$status" != 0 ]; then
+  grep -v 'elapsed:\|resolving  ' "$shim/kind.log" | tail -n 40 | sed 's/^/live: kind: /' >&2
+  die "kind build node-image failed ($status)"
+fi
+say "node image $tag built ($(in_engine "$bin" "$engine" docker image inspect -f '{{.Size}}' "$tag" \
+  | awk '{printf "%.0f MB", $1 / 1e6}'))"
+echo "$tag"
