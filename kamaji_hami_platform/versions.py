@@ -76,8 +76,17 @@ KINDNET_IMAGE = "docker.io/kindest/kindnetd:v20251212-v0.29.0-alpha-105-g20ccfc8
 KUBE_PROXY_IMAGE_REPOSITORY = "registry.k8s.io/kube-proxy"
 KUBE_SCHEDULER_IMAGE_REGISTRY = "registry.k8s.io"
 KUBE_SCHEDULER_IMAGE_REPOSITORY = "kube-scheduler"
-# Small image with kubectl for the in-tenant GPU capacity agent (HamiNodePool).
-KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.35.0"
+# Small image with kubectl for the in-tenant GPU capacity agent (HamiNodePool): the tenant's own
+# Kubernetes version, as kubectl's version skew policy wants it (within one minor of the API server)
+# and so that a mirror holds one Kubernetes release per tenant version. KUBECTL_IMAGE is the default
+# tenant's (v1.35.0).
+KUBECTL_IMAGE_REPOSITORY = "registry.k8s.io/kubectl"
+KUBECTL_IMAGE = f"{KUBECTL_IMAGE_REPOSITORY}:v1.35.0"
+
+
+def kubectl_image(kubernetes_version: str) -> str:
+    """The capacity agent's kubectl image for a tenant of this version."""
+    return f"{KUBECTL_IMAGE_REPOSITORY}:{kubernetes_version}"
 
 # Image of the live suite's probe and test pods (tests/e2e).
 E2E_PROBE_IMAGE = "docker.io/library/busybox:1.36.1"
@@ -123,7 +132,7 @@ def pinned_table() -> list[tuple[str, str]]:
         ("kube-proxy image (tenant)", f"{KUBE_PROXY_IMAGE_REPOSITORY}:<tenant version>"),
         ("kube-scheduler image (HAMi)", f"{KUBE_SCHEDULER_IMAGE_REGISTRY}/"
          f"{KUBE_SCHEDULER_IMAGE_REPOSITORY}:<tenant version>"),
-        ("kubectl image (GPU capacity agent)", KUBECTL_IMAGE),
+        ("kubectl image (GPU capacity agent)", f"{KUBECTL_IMAGE_REPOSITORY}:<tenant version>"),
         ("busybox image (live suite probes)", E2E_PROBE_IMAGE),
         ("pause image (live suite workload pods, preloaded)", KIND_NODE_PAUSE_IMAGE),
         ("kind CLI (e2e workflow)", KIND_CLI_VERSION),
@@ -179,6 +188,10 @@ def kamaji_chart_images(management_minor: str = MANAGEMENT_MINOR) -> set[tuple[s
     }
 
 
+# The row of the management kind node's default image: a stack's management.nodeImage replaces it.
+KIND_MANAGEMENT_NODE_ROW = "kind node (management and workers)"
+
+
 def images(tenant_versions: list[str]) -> list[tuple[str, str]]:
     """Every image the platform pulls for tenants of these versions: (where, image), sorted.
 
@@ -187,7 +200,7 @@ def images(tenant_versions: list[str]) -> list[tuple[str, str]]:
     CoreDNS, Konnectivity) and what the platform deploys itself.
     """
     rows = {
-        ("kind node (management and workers)", KIND_NODE_IMAGE),
+        (KIND_MANAGEMENT_NODE_ROW, KIND_NODE_IMAGE),
         *{("cert-manager chart", f"quay.io/jetstack/cert-manager-{name}:{CERT_MANAGER_CHART.version}")
           for name in CERT_MANAGER_IMAGES},
         ("MetalLB chart", f"{METALLB_CONTROLLER_REPOSITORY}:v{METALLB_CHART.version}"),
@@ -197,7 +210,6 @@ def images(tenant_versions: list[str]) -> list[tuple[str, str]]:
         *{("HAMi chart", image) for image in HAMI_IMAGES},
         ("tenant CoreDNS (Kamaji addon)", COREDNS_IMAGE),
         ("tenant CNI", KINDNET_IMAGE),
-        ("GPU capacity agent", KUBECTL_IMAGE),
         ("live suite probes", E2E_PROBE_IMAGE),
     }
     for version in sorted(set(tenant_versions)):
@@ -206,6 +218,7 @@ def images(tenant_versions: list[str]) -> list[tuple[str, str]]:
         rows |= {("tenant Konnectivity (Kamaji addon)", f"{image}:v0.{_minor(version)}.0")
                  for image in KONNECTIVITY_IMAGES}
         rows.add(("tenant kube-proxy", f"{KUBE_PROXY_IMAGE_REPOSITORY}:{version}"))
+        rows.add(("GPU capacity agent", kubectl_image(version)))
         scheduler = f"{KUBE_SCHEDULER_IMAGE_REGISTRY}/{KUBE_SCHEDULER_IMAGE_REPOSITORY}:{version}"
         rows.add(("HAMi kube-scheduler", scheduler))
         rows.add(("tenant workers", kind_node_image(version)))

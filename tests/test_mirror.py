@@ -104,3 +104,34 @@ def test_without_a_mirror_the_program_renders_what_it_did(dev_program):
     """The recorded stack resources (tests/fixtures/stack-resources) are the judge of that in
     tests/project; here: no reference anywhere names a mirror's charts path."""
     assert not any("oci://" in text for text in _inputs_text(dev_program).values())
+
+
+def test_the_check_asks_for_the_stacks_own_node_image_instead_of_the_default(dev_config):
+    """A stack that names its management node image pulls that one, not the default (found by the
+    live tier: its stack on a locally built node image was refused for the default's digest); the
+    workers still pull their tenant version's node image."""
+    own = "kindest/node:v1.35.4-khp-0123456789abcdef"
+    dev_config["management"]["nodeImage"] = own
+    for tenant in dev_config["tenants"]:
+        tenant["kubernetesVersion"] = "v1.35.4"
+    images = mirror_check.stack_images(parse_config(dev_config))
+    assert own in images and versions.KIND_NODE_IMAGE not in images
+    assert versions.kind_node_image("v1.35.4") in images
+    assert "registry.k8s.io/kubectl:v1.35.4" in images and versions.KUBECTL_IMAGE not in images
+
+
+def test_the_capacity_agent_runs_the_kubectl_of_its_tenants_version(dev_config):
+    """kubectl within its version skew of the tenant's API server, and one Kubernetes release per
+    tenant version in a mirror: a v1.35.4 tenant's CronJobs run registry.k8s.io/kubectl:v1.35.4."""
+    dev_config["images"] = {"mirror": MIRROR}
+    dev_config["tenants"][0]["kubernetesVersion"] = "v1.35.4"
+    program = run_program(dev_config)
+    images = {reg.name: container["image"]
+              for reg in program.of_type("kubernetes:batch/v1:CronJob")
+              for container in reg.inputs["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]}
+    first, second = (dev_config["tenants"][i]["name"] for i in (0, 1))
+    assert {name.split("-gpus-")[0] for name in images} == {first, second}, images
+    assert images and all(image == f"{MIRROR}/registry.k8s.io/kubectl:v1.35.4"
+                          for name, image in images.items() if name.startswith(first)), images
+    assert all(image == f"{MIRROR}/{versions.KUBECTL_IMAGE}"
+               for name, image in images.items() if name.startswith(second)), images

@@ -115,7 +115,7 @@ class HamiNodePool(pulumi.ComponentResource):
             agent = create_objects(
                 f"{name}-gpu-capacity",
                 render.capacity_agent_objects({n: sum(d.count for d in ds) for n, ds in devices.items()},
-                                              mirror),
+                                              mirror, versions.kubectl_image(tenant.kubernetes_version)),
                 on_tenant)
         self.release = kubernetes.helm.v3.Release(
             f"{name}-hami",

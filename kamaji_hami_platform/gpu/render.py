@@ -136,8 +136,10 @@ def capacity_patch(slots: int) -> str:
             '{"op":"add","path":"/status/allocatable/' + path + f'","value":"{slots}"}}]')
 
 
-def capacity_agent_objects(nodes: dict[str, int], mirror: str | None = None) -> list[dict[str, Any]]:
-    """RBAC and one CronJob per GPU node that (re)applies its `nvidia.com/gpu` capacity.
+def capacity_agent_objects(nodes: dict[str, int], mirror: str | None = None,
+                           kubectl_image: str = versions.KUBECTL_IMAGE) -> list[dict[str, Any]]:
+    """RBAC and one CronJob per GPU node that (re)applies its `nvidia.com/gpu` capacity, with
+    `kubectl_image` (the tenant's version: versions.kubectl_image).
 
     `nodes` maps node name -> slots. The capacity lives in the node status,
     which a kubelet re-registration can reset; the job puts it back every minute.
@@ -156,7 +158,7 @@ def capacity_agent_objects(nodes: dict[str, int], mirror: str | None = None) -> 
                        "namespace": HAMI_NAMESPACE}]},
     ]
     for node, slots in sorted(nodes.items()):
-        objects.append(_capacity_cronjob(node, slots, mirror))
+        objects.append(_capacity_cronjob(node, slots, mirrored(kubectl_image, mirror)))
     return objects
 
 
@@ -172,10 +174,10 @@ def capacity_agent_rule(nodes: list[str]) -> dict[str, Any]:
             "resourceNames": nodes}
 
 
-def _capacity_cronjob(node: str, slots: int, mirror: str | None) -> dict[str, Any]:
+def _capacity_cronjob(node: str, slots: int, image: str) -> dict[str, Any]:
     container = {
         "name": "kubectl",
-        "image": mirrored(versions.KUBECTL_IMAGE, mirror),
+        "image": image,
         "command": ["/bin/kubectl", "patch", "node", node, "--subresource=status",
                     "--type=json", "-p", capacity_patch(slots)],
         # kubectl keeps a discovery cache under $HOME; give it a writable one.

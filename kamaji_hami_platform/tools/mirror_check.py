@@ -58,9 +58,11 @@ class Wanted:
 
 
 def stack_images(platform: PlatformConfig) -> list[str]:
-    """Every image the stack pulls, by its upstream name (`make images`' list, and the stack's own
-    node image where it sets another)."""
-    images = {image for _, image in versions.images([t.kubernetes_version for t in platform.tenants])}
+    """Every image the stack pulls, by its upstream name: `make images`' list, with the management
+    node's image the stack's own (kind mode) instead of the default, which nothing else pulls
+    (workers run the node image of their tenant's version, another row)."""
+    images = {image for where, image in versions.images([t.kubernetes_version for t in platform.tenants])
+              if where != versions.KIND_MANAGEMENT_NODE_ROW}
     if platform.management.is_kind:
         images.add(platform.management.node_image)
     return sorted(images)
