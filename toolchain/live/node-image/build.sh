@@ -46,7 +46,7 @@ base_key=$({ basename "$debian"; kind_version
 images_key=$({ basename "$debian"; basename "$pause"; kind_version
   for program in kubernetes kubelet etcd coredns local-path-provisioner; do program_key "$bin" "$program"; done
   if [ "$cni" = standin ]; then echo standin; else basename "$(dirname "$kindnetd")"; fi
-  scripts image-rootfs.sh images.sh kubernetes-tarball.sh kindnetd-standin.sh; } | key_of)
+  scripts image-rootfs.sh images.sh kubernetes-tarball.sh kindnetd-standin.sh ../images/lib.sh; } | key_of)
 node_key=$({ echo "$base_key $images_key"; kind_version; scripts node-image.sh docker-shim.sh; } | key_of)
 tag=kindest/node:$version-khp-$node_key$suffix
 archive=$node_cache/node-$node_key$suffix.tar

@@ -15,63 +15,16 @@
 # Usage: image-rootfs.sh <bin folder> <debian rootfs> <pause folder> <kindnetd binary|standin> <output folder>
 # Needs root (chroot into the Debian rootfs to resolve links and libraries).
 set -euo pipefail
-# shellcheck source=lib.sh source-path=SCRIPTDIR
-. "$(dirname "$0")/lib.sh"
+# The skeleton, stage and iptables_tools of the platform images' lib.sh (which sources lib.sh).
+# shellcheck source=../images/lib.sh source-path=SCRIPTDIR
+. "$(dirname "$0")/../images/lib.sh"
 usage="usage: image-rootfs.sh <bin folder> <debian rootfs> <pause folder> <kindnetd binary|standin> <output folder>"
 bin=${1:?$usage} deb=${2:?$usage} pause=${3:?$usage} kindnetd=${4:?$usage} output=${5:?$usage}
+DEBIAN_ROOTFS=$deb
 kubernetes=$(program_dir "$bin" kubernetes)
 work=$output.work
 rm -rf "$work" "$output.tmp" && mkdir -p "$work" "$output.tmp"
 trap 'rm -rf "$work"' EXIT
-
-# distroless/static-like: merged-usr links, passwd/group (root, nobody, nonroot), CA bundle, /tmp.
-skeleton() {
-  local d=$1
-  mkdir -p "$d"/usr/{bin,sbin,lib,lib64} "$d/etc/ssl/certs" "$d/tmp" "$d/usr/local/bin" "$d/var/run"
-  chmod 1777 "$d/tmp"
-  ln -s usr/bin "$d/bin"; ln -s usr/sbin "$d/sbin"; ln -s usr/lib "$d/lib"; ln -s usr/lib64 "$d/lib64"
-  printf '%s\n' 'root:x:0:0:root:/root:/sbin/nologin' 'nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin' \
-    'nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin' > "$d/etc/passwd"
-  printf '%s\n' 'root:x:0:' 'nobody:x:65534:' 'nonroot:x:65532:' > "$d/etc/group"
-  cp "$deb/etc/nsswitch.conf" "$d/etc/"
-  cp "$deb/etc/ssl/certs/ca-certificates.crt" "$d/etc/ssl/certs/"
-}
-# A path of the Debian rootfs as it is there (a link stays a link), and what it resolves to.
-stage_path() {
-  local d=$1 p=$2 real
-  (cd "$deb" && cp -a --parents ".$p" "$d/")
-  real=$(chroot "$deb" realpath "$p")
-  [ "$real" = "$p" ] || [ -e "$d$real" ] || (cd "$deb" && cp -a --parents ".$real" "$d/")
-}
-# stage_path, plus the shared libraries of a dynamically linked file (as stage-binary-and-deps.sh).
-stage() {
-  local d=$1 p=$2 lib
-  stage_path "$d" "$p"
-  if file -L "$deb$(chroot "$deb" realpath "$p")" | grep -q 'dynamically linked'; then
-    for lib in $(chroot "$deb" ldd "$p" | sed -E 's#.* => /#/#' | awk '$1 ~ /^\// {print $1}'); do
-      stage_path "$d" "$lib"
-    done
-  fi
-}
-# iptables (nft and legacy, with the names distroless-iptables links), nft and conntrack.
-iptables_tools() {
-  local d=$1 p so t s
-  for p in /usr/sbin/xtables-nft-multi /usr/sbin/xtables-legacy-multi /usr/sbin/nft /usr/sbin/conntrack \
-    /etc/ethertypes /etc/protocols /etc/services; do
-    stage "$d" "$p"
-  done
-  while read -r so; do stage "$d" "$so"; done \
-    < <(cd "$deb" && find usr/lib/x86_64-linux-gnu/xtables -name '*.so' -printf '/%p\n')
-  for t in iptables ip6tables; do
-    for s in "" -save -restore; do
-      ln -sf xtables-nft-multi "$d/usr/sbin/$t$s"
-      ln -sf xtables-nft-multi "$d/usr/sbin/$t-nft$s"
-      ln -sf xtables-legacy-multi "$d/usr/sbin/$t-legacy$s"
-    done
-  done
-  chroot "$d" /usr/sbin/iptables --version >/dev/null
-  chroot "$d" /usr/sbin/nft --version >/dev/null
-}
 
 for b in kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do
   skeleton "$work/$b"

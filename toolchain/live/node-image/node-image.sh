@@ -16,9 +16,14 @@ printf '#!/usr/bin/env bash\nexec bash %q "$@"\n' "$node_here/docker-shim.sh" > 
 chmod 0755 "$shim/docker"
 : > "$shim/decisions.log"
 
+# kind v0.31.0 extracts the tarball into os.TempDir()/k8s-tar-extract-* and never removes it
+# (pkg/build/nodeimage/internal/kube/builder_tarball.go: about 535 MB a build): TMPDIR puts it in
+# the shim's folder, which the trap removes.
+mkdir "$shim/tmp"
+
 say "kind build node-image $tag on $base (docker-shim.sh as docker)..."
 status=0
-in_engine "$bin" "$engine" env PATH="$shim:$bin:$PATH" KHP_REAL_DOCKER="$bin/docker" \
+in_engine "$bin" "$engine" env PATH="$shim:$bin:$PATH" TMPDIR="$shim/tmp" KHP_REAL_DOCKER="$bin/docker" \
   KHP_OFFLINE_IMAGES="$offline" KHP_SHIM_LOG="$shim/decisions.log" \
   kind build node-image --type file --base-image "$base" --image "$tag" --arch "$arch" "$tarball" \
   > "$shim/kind.log" 2>&1 || status=$?
