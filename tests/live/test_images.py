@@ -194,6 +194,8 @@ def test_a_kind_node_pulls_platform_images_from_the_mirror(engine: Engine, kubec
     for run in pods.values():
         assert any(_in_mirror(run.reference) in message and "already present" not in message
                    for message in pulled), pulled
+    # Pulled over the engine's own bridges: still no default route out of its namespace.
+    assert "no default route" in engine.script("engine-check.sh", str(engine.root)).stderr
 
 
 def test_the_live_stack_finds_every_image_and_chart_in_the_mirror(engine: Engine, build: Build,
