@@ -20,6 +20,9 @@ for config in "$folder"/*.json; do
   if [ "$(crane_ config "$target" 2>/dev/null | jq -r --arg l "$label" '.config.Labels[$l] // ""')" = "$build" ]; then
     say "in the mirror: $target"; continue
   fi
+  # crane's --entrypoint and --cmd are comma-separated lists: an element with a comma cannot pass.
+  ! jq -e '[(.entrypoint // [])[], (.cmd // [])[]] | any(contains(","))' "$config" >/dev/null \
+    || die "$ref: an entrypoint or cmd element holds a comma, which crane mutate would split"
   # crane's -l is a pflag StringToString: a comma would split the value (said with ; instead).
   flags=(--set-platform linux/amd64 -l "$label=$build"
     -l "org.kamaji-hami-platform.source=$(jq -r .source "$config" | tr ',' ';')")
