@@ -159,9 +159,10 @@ def test_ci_requires_every_tier_whatever_the_environment_says(tmp_path):
     assert result.returncode == 0, result.stderr
     calls = (tmp_path / "calls").read_text().splitlines()
     assert calls == ["test", "engine ALLOW_SKIP=", "sim ALLOW_SKIP=", "ssh ALLOW_SKIP=",
-                     "live-engine-test ALLOW_SKIP=", "live-cluster-test ALLOW_SKIP="]
+                     "live-engine-test ALLOW_SKIP=", "live-cluster-test ALLOW_SKIP=",
+                     "live-images-test ALLOW_SKIP="]
     tiers_of = {"engine": "engine", "sim": "sim", "ssh": "ssh", "live-engine-test": "live",
-                "live-cluster-test": "live"}
+                "live-cluster-test": "live", "live-images-test": "live"}
     for call in calls[1:]:
         target, *args = call.split()
         (run,) = [line for line in planned(target, *args, env={"ALLOW_SKIP": "1"}) if " -m pytest " in line]
