@@ -19,7 +19,9 @@ cp -a "$rootfs" "$root"
 mkdir -p "$root/etc" "$root/root" "$root/home" && chmod 0700 "$root/root"
 printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'nobody:x:65534:65534:nobody:/home:/bin/false' > "$root/etc/passwd"
 printf '%s\n' 'root:x:0:' 'nobody:x:65534:' > "$root/etc/group"
-version=$("$root/bin/busybox" | head -n 1 | awk '{print $2}')
+# Its banner read whole, not through head: a closed pipe would fail the substitution (pipefail).
+banner=$("$root/bin/busybox" --help 2>&1 || true)
+version=$(awk 'NR == 1 {print $2}' <<<"$banner")
 image_out "$out.tmp" busybox "$root" "$(jq -n --arg note "busybox $version from Debian's busybox-static instead of 1.36.1 (Debian bookworm serves no 1.36)" \
   --arg source "docker-library/busybox (stable/glibc layout); Debian busybox-static" \
   '{ref: "docker.io/library/busybox:1.36.1", cmd: ["sh"], env: {PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},

@@ -35,7 +35,8 @@ for i in "${!versions[@]}"; do
   if [ "$version" = v3.5.6 ]; then
     busybox_tools "$root"
     echo 'hosts: files mdns4_minimal [NOTFOUND=return] dns mdns4' >> "$root/etc/nsswitch.conf"
-    note="base debian:bullseye-20220328 stood in for by busybox $("$root/usr/bin/busybox" | head -n 1 | awk '{print $2}') (Debian's busybox-static) and Debian bookworm's CA bundle"
+    banner=$("$root/usr/bin/busybox" --help 2>&1 || true)  # whole: no pipe to close early
+    note="base debian:bullseye-20220328 stood in for by busybox $(awk 'NR == 1 {print $2}' <<<"$banner") (Debian's busybox-static) and Debian bookworm's CA bundle"
     workdir=/
   fi
   grep -q "etcd Version: ${version#v}" <<<"$("$root/usr/local/bin/etcd" --version)" || die "etcd $version: wrong version"

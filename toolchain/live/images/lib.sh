@@ -23,6 +23,8 @@
 . "$(dirname "${BASH_SOURCE[0]}")/../node-image/lib.sh"
 images_here=$live_here/images
 images_cache=$toolchain_cache/live-images
+# A step that fails says which, instead of ending the script in silence (set -e, inherit_errexit).
+trap 'say "failed (exit $?) at line $LINENO of $(basename "$0"): $BASH_COMMAND"' ERR
 
 debian_rootfs() { bash "$live_here/node-image/debootstrap.sh" | tail -n 1; }
 
@@ -48,7 +50,8 @@ stage_path() {
 stage() {
   local d=$1 p=$2 lib deb=${DEBIAN_ROOTFS:?}
   stage_path "$d" "$p"
-  if file -L "$deb$(chroot "$deb" realpath "$p")" | grep -q 'dynamically linked'; then
+  # grep -q on a here-string, not a pipe: under pipefail a writer cut short by grep fails the test.
+  if grep -q 'dynamically linked' <<<"$(file -L "$deb$(chroot "$deb" realpath "$p")")"; then
     for lib in $(chroot "$deb" ldd "$p" | sed -E 's#.* => /#/#' | awk '$1 ~ /^\// {print $1}'); do
       stage_path "$d" "$lib"
     done

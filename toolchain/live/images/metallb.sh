@@ -193,7 +193,7 @@ source /usr/lib/frr/frrcommon.sh
 EOF
 chmod 0755 "$d/usr/lib/frr/docker-start"
 frr_version=$(awk -F= '$1 == "frr" {print $2}' <<<"$pinned")
-chroot "$d" /usr/lib/frr/zebra --version | grep -q "zebra version ${frr_version%%-*}" || die "frr: zebra does not run"
+grep -q "zebra version ${frr_version%%-*}" <<<"$(chroot "$d" /usr/lib/frr/zebra --version)" || die "frr: zebra does not run"
 chroot "$d" /usr/bin/python3 -c 'import argparse, logging, re, subprocess' || die "frr: python3 does not run"
 chroot "$d" /usr/bin/vtysh --help >/dev/null || die "frr: vtysh does not run"
 image_out "$out.tmp" frr "$d" "$(jq -n --arg ref "quay.io/frrouting/frr:$frr_tag" --arg frr "$frr_version" \
