@@ -194,8 +194,8 @@ live-cluster-test: test-venv live-tools
 # Every platform image built from source (toolchain/live/images/build.sh; docs/development/
 # live-images.md) and pushed into the tier's mirror (localhost:5001 in the engine's namespace), with
 # the charts and the node image; cached by their inputs outside the clone. Sources the module proxy
-# does not serve come from HAMI_SRC, KAMAJI_SRC, APISERVER_NETWORK_PROXY_SRC, CERTGEN_SRC and
-# KINDNET_SRC: a family whose variable is unset is named and left out.
+# does not serve come from CERT_MANAGER_SRC, HAMI_SRC, KAMAJI_SRC, APISERVER_NETWORK_PROXY_SRC,
+# CERTGEN_SRC and KINDNET_SRC: a family whose variable is unset is named and left out.
 live-images: live-engine
 	@bin=$(LIVE_TOOLS); bash toolchain/live/images/build.sh "$$bin" $(LIVE_ROOT)
 
