@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Upstream data files the engine tier reads and no registry serves (Kamaji's TenantControlPlane CRD
-# at the pinned tag), copied from the shared upstream folder (KHP_UPSTREAM, default
-# ../shared/upstream beside the checkout) into the toolchain cache once, checked by sha256, so a
+# at the pinned tag), copied from the shared upstream folder (toolchain/upstream-folder.sh: KHP_UPSTREAM,
+# or ../shared/upstream beside the checkout or the checkout it was cloned from) into the toolchain cache once, checked by sha256, so a
 # clean clone reuses them. Never copied into the repository. The last line printed is the folder.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${KHP_TOOLCHAIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kamaji-hami-platform/toolchain}
-upstream=${KHP_UPSTREAM:-$here/../../shared/upstream}
+upstream=$("$here/upstream-folder.sh")
 
 # file in the upstream folder, its sha256 (clastix/kamaji charts/kamaji/crds at tag 26.8.2-edge)
 files=(

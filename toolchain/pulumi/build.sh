@@ -6,8 +6,9 @@
 #
 # From served Go modules: the CLI (pkg/v3 v3.276.0) and the Kubernetes provider (the only version
 # of its module the proxy serves, the v4.25.0 code). From upstream source archives, which the
-# proxy does not serve (KHP_UPSTREAM_SRC, default $KHP_UPSTREAM/src, KHP_UPSTREAM defaulting to
-# ../shared/upstream beside the checkout):
+# proxy does not serve (KHP_UPSTREAM_SRC, default the src folder of the shared upstream folder that
+# toolchain/upstream-folder.sh finds: KHP_UPSTREAM, or ../shared/upstream beside the checkout or
+# beside the checkout it was cloned from):
 # the language hosts and pulumi-command 1.2.1, each built with the go.mod/go.sum kept here (the
 # archive's own go.mod replaces pkg/sdk with folders of pulumi's repository). The archives are
 # needed only for a cold build, and each is checked against its sha256 first.
@@ -40,7 +41,7 @@ built_dir() {
 }
 
 upstream_archive() {
-  local file=$1 folder=${KHP_UPSTREAM_SRC:-${KHP_UPSTREAM:-$repo/../shared/upstream}/src}
+  local file=$1 folder=${KHP_UPSTREAM_SRC:-$("$repo/toolchain/upstream-folder.sh")/src}
   [ -f "$folder/$file" ] || {
     echo "toolchain: $file is not in $folder; set KHP_UPSTREAM_SRC to the folder of the upstream source archives" >&2
     return 1; }
