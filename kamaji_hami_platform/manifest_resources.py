@@ -32,7 +32,7 @@ _CONSTRUCTORS: dict[tuple[str, str], Callable[..., pulumi.CustomResource]] = {
     ("rbac.authorization.k8s.io/v1", "Role"): kubernetes.rbac.v1.Role,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): kubernetes.rbac.v1.RoleBinding,
 }
-_ARGUMENT_NAMES = {"roleRef": "role_ref"}
+_ARGUMENT_NAMES = {"roleRef": "role_ref", "aggregationRule": "aggregation_rule"}
 # Kinds that run pods: created after the configuration and RBAC rendered with them, so a pod
 # never starts (or restarts, on a rolled update) before the ConfigMap it mounts is applied.
 _WORKLOADS = frozenset({"DaemonSet", "Deployment", "StatefulSet", "Job", "CronJob", "Pod"})
