@@ -20,6 +20,7 @@ from kamaji_hami_platform.config.settings import (
     tenant_settings,
 )
 from kamaji_hami_platform.gpu.workloads import plan_declared_workloads, undecided_tenants
+from kamaji_hami_platform.tenant import admin_credential
 
 try:
     platform = load_config()
@@ -106,9 +107,14 @@ pulumi.export("tenants", {
         "nodes": tenant.node_names,
         "gpuCards": gpu_pools[name].cards,
         "gpuCapacity": gpu_pools[name].capacity,
+        # Whose credential tenantKubeconfigs holds: the next preview compares it (create_only_report.py).
+        admin_credential.CREDENTIAL_OUTPUT_KEY: admin_credential.credential_kind(platform.management),
         **({"gpuPlan": gpu_plans[name].as_output()} if name in gpu_plans else {}),
     }
     for name, tenant in tenants.items()
 })
+# For the tenants' own admins (kind: a bounded tenant admin), and the platform's cluster-admin.
 pulumi.export("tenantKubeconfigs", pulumi.Output.secret(
+    {name: tenant.admin_kubeconfig for name, tenant in tenants.items()}))
+pulumi.export("platformTenantKubeconfigs", pulumi.Output.secret(
     {name: tenant.kubeconfig for name, tenant in tenants.items()}))

@@ -25,7 +25,7 @@ from kamaji_hami_platform import state_backend
 from kamaji_hami_platform.config import ManagementConfig, PlatformConfig
 from kamaji_hami_platform.create_only_guards import guard_name
 from kamaji_hami_platform.management import render as management_render
-from kamaji_hami_platform.tenant import control_plane
+from kamaji_hami_platform.tenant import admin_credential, control_plane
 
 OUTPUT = "createOnlySettings"
 MANAGEMENT_COMPONENT = "management"  # the stack program's ManagementCluster (__main__.py)
@@ -114,6 +114,10 @@ def report_changed_settings(platform: PlatformConfig) -> pulumi.Output[pulumi.Re
         return previous
 
     reported = previous.get_output(OUTPUT).apply(report)
+    # The same read says what changes for the tenants' admin credentials (a warning, not an error).
+    previous.get_output("tenants").apply(lambda tenants: [
+        pulumi.log.warn(change) for change in admin_credential.credential_changes(
+            tenants, platform.management, list(platform.tenants))])
     waiting = refusing_resources(platform)
 
     def wait_for_the_report(

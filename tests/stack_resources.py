@@ -11,9 +11,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kamaji_hami_platform.tenant import tenant_admin
 from tests.harness import ROOT, Program, dev_stack_config, production_config, run_program
 
 RECORDS = ROOT / "tests" / "fixtures" / "stack-resources"
+# What the bounded tenant admin adds to each kind tenant (tenant/tenant_admin.py,
+# tenant/admin_credential.py), by resource name after the tenant's: new in an existing stack's next up.
+BOUNDED_ADMIN_RESOURCES = (
+    "tenant-admin-credential",
+    *(f"{kind}-{policy}" for kind in ("validatingadmissionpolicy", "validatingadmissionpolicybinding")
+      for policy in (tenant_admin.POD_POLICY, tenant_admin.NAMESPACE_POLICY, tenant_admin.ROLE_POLICY,
+                     tenant_admin.VOLUME_POLICY)),
+    *(f"clusterrole-{role}" for role in (tenant_admin.ADMIN_ROLE, tenant_admin.EXTENSIONS_ROLE,
+                                         tenant_admin.NAMESPACE_ADMIN_ROLE)),
+    *(f"clusterrolebinding-{role}" for role in (tenant_admin.ADMIN_ROLE, tenant_admin.EXTENSIONS_ROLE)),
+)
 
 
 def _stable(value: Any) -> Any:

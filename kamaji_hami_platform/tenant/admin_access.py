@@ -43,20 +43,22 @@ TIMED_OUT = 124  # coreutils `timeout`'s status when it ended the call
 _PACKAGE = "kamaji_hami_platform.tenant"
 
 
-def _tenant_access(tenant: TenantConfig, management: ManagementConfig,
-                   call_timeout: int) -> tuple[Shell, Shell]:
+def tenant_access(tenant: TenantConfig, management: ManagementConfig, call_timeout: int,
+                  purpose: str = "admin-access", stdin: bool = False) -> tuple[Shell, Shell]:
     """(preamble, kubectl): access to the tenant with its admin kubeconfig ($TENANT_KUBECONFIG),
     each call bounded. kind: copied into the kind node over stdin (removed at exit), and its
-    kubectl. existing: a private temporary file for this host's kubectl."""
+    kubectl (given this script's stdin when `stdin`). existing: a private temporary file for this
+    host's kubectl."""
     bounded = f"timeout {call_timeout} kubectl"
     if not management.is_kind:
         return (private_kubeconfig(KUBECONFIG_ENV, "tenant_kc"),
                 Shell(f'{bounded} --kubeconfig "$tenant_kc" --request-timeout={REQUEST_TIMEOUT}'))
     preamble = render_script(_PACKAGE, "admin_access_kind_node.sh", bounded_docker=bounded_docker(),
-                               node=control_plane_container(management),
-                             file=f"/tmp/{tenant.name}-admin-access.conf",
+                             node=control_plane_container(management),
+                             file=f"/tmp/{tenant.name}-{purpose}.conf",
                              kubeconfig_env=Text(KUBECONFIG_ENV), tenant=Text(tenant.name))
-    return Shell(preamble), Shell(f'docker exec "$node" {bounded} --kubeconfig "$file"'
+    exec_flags = "exec -i" if stdin else "exec"
+    return Shell(preamble), Shell(f'docker {exec_flags} "$node" {bounded} --kubeconfig "$file"'
                                   f" --request-timeout={REQUEST_TIMEOUT}")
 
 
@@ -90,7 +92,7 @@ def tenant_admin_access_script(tenant: TenantConfig, management: ManagementConfi
                                call_timeout: int = CALL_TIMEOUT_SECONDS) -> str:
     """Wait until the tenant's admin kubeconfig (in ${TENANT_KUBECONFIG}) may do everything: tries
     `interval` seconds apart until `bound` seconds have passed, each cut off after `call_timeout`."""
-    preamble, kubectl = _tenant_access(tenant, management, call_timeout)
+    preamble, kubectl = tenant_access(tenant, management, call_timeout)
     _, _, hint = management_access(management)
     check = (f"{hint} -n {tenant.namespace} describe tcp {tenant.name};"
              f" {hint} -n {KAMAJI_NAMESPACE} logs deploy/kamaji")

@@ -38,6 +38,7 @@ from kamaji_hami_platform.refusal import Refusal
 from kamaji_hami_platform.tenant import addons as tenant_addons
 from kamaji_hami_platform.tenant import (
     admin_access,
+    admin_credential,
     ca_pin,
     host_join,
     host_join_access,
@@ -46,6 +47,7 @@ from kamaji_hami_platform.tenant import (
     node_admission,
     node_join,
     own_network,
+    tenant_admin,
 )
 from kamaji_hami_platform.tenant import control_plane as tcp_render
 from kamaji_hami_platform.tenant.addresses import claim_worker_addresses
@@ -177,7 +179,10 @@ class KamajiTenant(pulumi.ComponentResource):
     endpoint: pulumi.Output[str]
     """The tenant API server URL (MetalLB address, port 6443)."""
     kubeconfig: pulumi.Output[str]
-    """Admin kubeconfig of the tenant (secret)."""
+    """The platform's admin kubeconfig of the tenant (secret): cluster-admin (Kamaji's admin.conf)."""
+    admin_kubeconfig: pulumi.Output[str]
+    """The kubeconfig for the tenant's own admins (secret). kind: a bounded tenant admin
+    (docs/design/tenant-admin.md); an existing cluster: the same as `kubeconfig`."""
     provider: kubernetes.Provider
     """Provider for resources inside the tenant cluster."""
     node_names: list[str]
@@ -280,6 +285,12 @@ class KamajiTenant(pulumi.ComponentResource):
         # approve (tenant/host_join_access.py); none for containers.
         self.join_access = create_objects(name, host_join_access.join_access_objects(tenant), on_tenant)
 
+        # kind: the tenant's people get a bounded tenant admin, never the platform's cluster-admin
+        # (tenant/tenant_admin.py); on an existing cluster the workers are the tenant's own hosts.
+        self.admin_kubeconfig = self.kubeconfig
+        if management_settings.is_kind:
+            self.admin_kubeconfig = self._bounded_admin(name, management_settings)
+
         self.node_names = tenant.worker_names()
         self.workers: list[local.Command] = []
         self.kubelet_skew_checks: list[pulumi.Output[str]] = []
@@ -312,11 +323,31 @@ class KamajiTenant(pulumi.ComponentResource):
         self.register_outputs({
             "endpoint": self.endpoint,
             "kubeconfig": self.kubeconfig,
+            "adminKubeconfig": self.admin_kubeconfig,
             "nodeNames": self.node_names,
             # Awaited here, so a host's kubelet out of the version-skew policy fails the preview.
             **({"kubeletSkew": pulumi.Output.all(*self.kubelet_skew_checks)}
                if self.kubelet_skew_checks else {}),
         })
+
+    def _bounded_admin(self, name: str, management: ManagementConfig) -> pulumi.Output[str]:
+        """The bounds (admission policies first, then the tenant admins' roles) and the credential
+        issued after them: its kubeconfig (secret). A new control plane issues a new one."""
+        policies = create_objects(name, tenant_admin.admission_policies(), self.on_tenant)
+        roles = create_objects(name, tenant_admin.rbac_objects(), pulumi.ResourceOptions.merge(
+            self.on_tenant, pulumi.ResourceOptions(depends_on=policies)))
+        self.tenant_admin_bounds = [*policies, *roles]
+        self.admin_credential = local.Command(
+            f"{name}-tenant-admin-credential",
+            create=admin_credential.issue_script(self.tenant, management),
+            interpreter=local_shell.SH,
+            environment={node_join.KUBECONFIG_ENV: self.kubeconfig},
+            # stdout is the kubeconfig: secret, and never logged; stderr is progress.
+            logging=local.Logging.STDERR,
+            triggers=[self.control_plane_uid],
+            opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["stdout"],
+                                        depends_on=[self.admin_access, *self.tenant_admin_bounds]))
+        return pulumi.Output.secret(self.admin_credential.stdout)
 
     def _control_plane(self, name: str, management: ManagementConfig, mirror: str | None,
                        on_management: pulumi.ResourceOptions,

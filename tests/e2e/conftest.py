@@ -22,6 +22,9 @@ from tests.e2e.support import ROOT, backend_env, error_text, missing_prerequisit
 
 STACK = os.environ.get("E2E_STACK", "dev")
 REQUIRE_STACK = "E2E_REQUIRE_STACK"
+# The suite checks the platform as the platform: its cluster-admin of each tenant (the tenants' own
+# admins get a bounded credential in kind mode, `tenantKubeconfigs`).
+PLATFORM_KUBECONFIGS = "platformTenantKubeconfigs"
 
 
 @dataclass
@@ -55,14 +58,14 @@ def connect(stack_name: str) -> LiveStack:
     stack = auto.select_stack(stack_name=stack_name, work_dir=str(ROOT),
                               opts=auto.LocalWorkspaceOptions(env_vars=backend_env()))
     outputs = {key: value.value for key, value in stack.outputs().items()}
-    if "tenants" not in outputs or "tenantKubeconfigs" not in outputs:
+    if "tenants" not in outputs or PLATFORM_KUBECONFIGS not in outputs:
         raise LookupError(f"stack {stack_name} exists but has no tenant outputs: run `make up`")
     return LiveStack(
         name=stack_name,
         platform=load_stack(stack_name),
         outputs=outputs,
         management=_client(outputs["managementKubeconfig"]),
-        tenants={name: _client(kc) for name, kc in outputs["tenantKubeconfigs"].items()},
+        tenants={name: _client(kc) for name, kc in outputs[PLATFORM_KUBECONFIGS].items()},
     )
 
 

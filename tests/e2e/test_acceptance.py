@@ -27,7 +27,7 @@ from kamaji_hami_platform.tenant.api_clients import source_ranges
 from kamaji_hami_platform.tenant.control_plane import API_PORT, KONNECTIVITY_PORT, api_port
 from tests.e2e import cases
 from tests.e2e.cases import NAMESPACE, GpuTenant
-from tests.e2e.conftest import LiveStack
+from tests.e2e.conftest import PLATFORM_KUBECONFIGS, LiveStack
 from tests.e2e.support import (
     HAMI_DEFAULT_LOCK_EXPIRY,
     REQUEST_TIMEOUT,
@@ -190,29 +190,31 @@ POLICY_DROP = "closed:timeout"
 
 
 def cross_tenant_credentials(live: LiveStack, own: str, other: str) -> str:
-    """`own`'s admin credentials, sent to `other`'s API server, are refused: its certificate is
-    not signed by `own`'s CA (and, with verification off, its client certificate is not `other`'s)."""
+    """`own`'s admin credentials (the tenant admins' and the platform's), sent to `other`'s API
+    server, are refused: its certificate is not signed by `own`'s CA (and, with verification off,
+    its client certificate is not `other`'s)."""
     import yaml
     from kubernetes import client as k8s
     from kubernetes import config as k8s_config
 
-    document = yaml.safe_load(live.outputs["tenantKubeconfigs"][own])
-    for cluster in document["clusters"]:
-        cluster["cluster"]["server"] = live.outputs["tenants"][other]["endpoint"]
     verdicts = []
-    for verify in (True, False):
-        if not verify:
-            for cluster in document["clusters"]:
-                cluster["cluster"].pop("certificate-authority-data", None)
-                cluster["cluster"]["insecure-skip-tls-verify"] = True
-        api = k8s.CoreV1Api(k8s_config.new_client_from_config_dict(document))
-        try:
-            api.list_namespace(_request_timeout=T)
-        except Exception as error:  # TLS failure, or 401/403 from the other API server
-            verdicts.append(type(error).__name__)
-            continue
-        pytest.fail(f"{own}'s admin credentials listed {other}'s namespaces (verify TLS: {verify})",
-                    pytrace=False)
+    for output in ("tenantKubeconfigs", PLATFORM_KUBECONFIGS):
+        document = yaml.safe_load(live.outputs[output][own])
+        for cluster in document["clusters"]:
+            cluster["cluster"]["server"] = live.outputs["tenants"][other]["endpoint"]
+        for verify in (True, False):
+            if not verify:
+                for cluster in document["clusters"]:
+                    cluster["cluster"].pop("certificate-authority-data", None)
+                    cluster["cluster"]["insecure-skip-tls-verify"] = True
+            api = k8s.CoreV1Api(k8s_config.new_client_from_config_dict(document))
+            try:
+                api.list_namespace(_request_timeout=T)
+            except Exception as error:  # TLS failure, or 401/403 from the other API server
+                verdicts.append(type(error).__name__)
+                continue
+            pytest.fail(f"{own}'s {output} listed {other}'s namespaces (verify TLS: {verify})",
+                        pytrace=False)
     return "refused: " + ", ".join(verdicts)
 
 

@@ -31,6 +31,7 @@ from tests.policy_engine import (
     with_program_options,
     without,
 )
+from tests.stack_resources import BOUNDED_ADMIN_RESOURCES
 
 pytestmark = pytest.mark.unit
 
@@ -153,6 +154,7 @@ _BOUNDED_WAIT = "each try bounded, an API that did not answer told from an answe
 _OWN_NETWORK = "each tenant on a Docker network of its own, its API address there (issue 29)"
 _BOUNDED_DOCKER = "every docker call bounded in time (docker_calls.py)"
 _CLEAN_SHELL = "a shell without the caller's BASH_ENV or SHELLOPTS (local_shell.py)"
+_BOUNDED_ADMIN = "a bounded tenant admin in kind mode, and its credential (tenant/tenant_admin.py)"
 RECORDING_DRIFT: dict[str, tuple[str, str]] = {
     # name: (what differs, why)
     "kamaji-hami-platform-dev": ("removed", "the stack: the engine's, not a registration"),
@@ -211,6 +213,8 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
     **{f"{tenant}-networkpolicy-{tenant}-allow-control-plane-ingress": (
         "spec", "only the tenant's own workers, the host and Kamaji")
        for tenant in ("tenant-a", "tenant-b")},
+    **{f"{tenant}-{resource}": ("added", _BOUNDED_ADMIN) for tenant in ("tenant-a", "tenant-b")
+       for resource in BOUNDED_ADMIN_RESOURCES},
 }
 
 

@@ -167,7 +167,8 @@ class TestSchemaOverGrpc:
         assert inputs["managementNetwork"]["$ref"] == COMMAND
         assert inputs["hostFlags"]["type"] == "string" and "plain" not in inputs["hostFlags"]
         outputs = resource["properties"]
-        assert set(outputs) == {"endpoint", "kubeconfig", "provider", "nodeNames", "workers"}
+        assert set(outputs) == {"endpoint", "kubeconfig", "adminKubeconfig", "provider", "nodeNames",
+                                "workers"}
         assert outputs["provider"]["$ref"] == KUBERNETES_PROVIDER
         assert outputs["nodeNames"]["items"]["type"] == "string"
         assert outputs["workers"]["items"]["$ref"] == COMMAND

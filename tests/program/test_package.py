@@ -20,6 +20,7 @@ import pytest
 
 from kamaji_hami_platform.config import ConfigError
 from tests.harness import ROOT, Program, Registration, dev_stack_config, is_secret, run_program
+from tests.stack_resources import BOUNDED_ADMIN_RESOURCES
 
 pytestmark = pytest.mark.unit
 
@@ -78,7 +79,10 @@ ADDED_SINCE = sorted([*(f"{tenant}-{kind}-kamaji-hami-platform-nodes" for tenant
                       # each tenant's own network (0.2.0): created for a new stack; an upgraded
                       # stack's tenants keep workerNetwork shared (docs/operations/upgrades.md)
                       *(f"{tenant}-{name}" for tenant in ("tenant-a", "tenant-b")
-                        for name in ("network", "ipaddresspool", "l2advertisement", "worker-0-leave"))])
+                        for name in ("network", "ipaddresspool", "l2advertisement", "worker-0-leave")),
+                      # the bounded tenant admin and its credential (kind mode): created by the next up
+                      *(f"{tenant}-{name}" for tenant in ("tenant-a", "tenant-b")
+                        for name in BOUNDED_ADMIN_RESOURCES)])
 
 
 def test_the_dev_stacks_resources_are_kept_through_aliases():

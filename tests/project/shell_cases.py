@@ -37,6 +37,7 @@ from kamaji_hami_platform.management import (
 )
 from kamaji_hami_platform.tenant import (
     admin_access,
+    admin_credential,
     control_plane,
     host_join,
     host_leave,
@@ -126,6 +127,9 @@ def _tenant_cases(prefix: str, tenant: TenantConfig, management: ManagementConfi
     where = f"{prefix}/{tenant.name}"
     yield Case(f"{where}/admin-access.sh", SH,
                lambda: admin_access.tenant_admin_access_script(tenant, management))
+    if management.is_kind:
+        yield Case(f"{where}/tenant-admin-credential.sh", SH,
+                   lambda: admin_credential.issue_script(tenant, management))
     way_out = control_plane.create_only_way_out(tenant)
     for setting in control_plane.create_only_settings(tenant):
         yield Case(f"{where}/create-only-{setting.key}.sh", SH,
@@ -187,6 +191,7 @@ SIBLINGS = (
     "unchecked-host-keys/gpu-node-1-worker",
     "node-port/kamaji-", "node-port/create-only-",
     "shared-network/tenant-a/admin-access", "shared-network/tenant-a/create-only-",
+    "shared-network/tenant-a/tenant-admin-credential",
     "shared-network/tenant-a/worker-image", "shared-network/tenant-a/tenant-a-worker-0-delete",
     "shared-network/tenant-a/tenant-a-worker-0-leave-delete", "shared-network/tenant-a/worker-leave-create",
 )

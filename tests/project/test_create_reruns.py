@@ -53,6 +53,8 @@ RERUN_TESTS = {
                         "test_running_it_again_creates_and_attaches_nothing",
     "<tenant>-admin-access": "tests/tenant/test_admin_access.py::TestTenantAdminAccess::"
                              "test_running_it_again_only_asks_again_and_removes_its_file_again",
+    "<tenant>-tenant-admin-credential": "tests/sim/test_tenant_admin.py::"
+                                        "test_running_it_again_issues_another_working_credential",
     "<tenant>-worker-image": "tests/tenant/test_node_join.py::TestWorkerImage::"
                              "test_the_image_is_pulled_once_and_found_when_the_create_runs_again",
     # A container worker, and a host's Ready wait: both are named <tenant>-<node>.

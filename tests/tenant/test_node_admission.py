@@ -122,7 +122,9 @@ class TestTheWiring:
         control_plane = dev_program.named(f"{tenant}-control-plane")
         rendered = node_admission_objects(next(t for t in dev.tenants if t.name == tenant), dev.management)
         for type_, obj in zip((POLICY, BINDING), rendered, strict=True):
-            (reg,) = [r for r in dev_program.of_type(type_) if r.parent == component.urn]
+            name = obj["metadata"]["name"]
+            (reg,) = [r for r in dev_program.of_type(type_)
+                      if r.parent == component.urn and r.inputs["metadata"]["name"] == name]
             assert reg.provider.startswith(provider.urn + "::")
             assert reg.options["deletedWith"] == control_plane.urn
             assert reg.inputs["spec"] == obj["spec"]
