@@ -19,6 +19,7 @@ from kamaji_hami_platform.gpu.devices import (
 from kamaji_hami_platform.mirror import mirrored, mirrored_registry
 
 HAMI_NAMESPACE = "kube-system"
+HAMI_SERVICE_TYPE = "ClusterIP"
 HAMI_RELEASE = "hami"
 SCHEDULER_NAME = "hami-scheduler"
 # The chart's own default extender args; `scheduler.extender.extraArgs`
@@ -101,12 +102,19 @@ def _hami_values(tenant: TenantConfig, mirror: str | None) -> dict[str, Any]:
             # webhook sets it to none (HAMi v2.10.0 pkg/device/nvidia/device.go MutateAdmission,
             # OverwriteEnv; the chart templates the value as a string, device-configmap.yaml).
             **({} if mock else {"overwriteEnv": "true"}),
+            # No node port (the chart's default is NodePort 31998/31993): the extender's /filter and
+            # /bind answer without authentication and act with HAMi's service account, and every
+            # node port answers on every worker (HAMi v2.10.0 charts/hami/values.yaml,
+            # templates/scheduler/service.yaml sets nodePort only for NodePort). kube-scheduler
+            # reaches the extender on 127.0.0.1 (templates/scheduler/configmap.yaml), the API server
+            # the webhook through the Service, which ClusterIP keeps.
+            "service": {"type": HAMI_SERVICE_TYPE},
         },
         # The real device plugin needs NVML; mock cards are registered by the platform. Real cards
         # register with the model's split count (devicePlugin.deviceSplitCount, 10 by default: HAMi
         # v2.10.0 charts/hami/values.yaml, rendered into templates/scheduler/device-configmap.yaml),
         # so what the device plugin reports is what the planner counted.
-        "devicePlugin": {"enabled": not mock,
+        "devicePlugin": {"enabled": not mock, "service": {"type": HAMI_SERVICE_TYPE},
                          **({} if mock or tenant.gpus is None
                             else {"deviceSplitCount": tenant.gpus.model.split_count})},
     }

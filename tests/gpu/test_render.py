@@ -53,6 +53,9 @@ class TestValues:
         ("scheduler.defaultSchedulerPolicy.nodeSchedulerPolicy", "binpack"),
         ("scheduler.extender.extraArgs", ["--debug", "-v=4", "--node-lock-timeout=5s"]),
         ("devicePlugin.enabled", False),
+        # No node port for the unauthenticated extender or the monitor (issue 40).
+        ("scheduler.service.type", "ClusterIP"),
+        ("devicePlugin.service.type", "ClusterIP"),
     ])
     def test_mock_mode_values(self, platform, path, expected):
         assert value_at(render.hami_values(platform.tenants[0]), path) == expected
@@ -93,6 +96,8 @@ class TestValues:
         assert value_at(values, "devicePlugin.deviceSplitCount") == real.gpus.model.split_count
         assert values["devicePlugin"]["enabled"] is True
         assert "extender" not in values["scheduler"]
+        for service in ("scheduler.service.type", "devicePlugin.service.type"):
+            assert value_at(values, service) == "ClusterIP"
         assert value_at(values, "scheduler.admissionWebhook.failurePolicy") == "Fail"
 
 

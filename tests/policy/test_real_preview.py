@@ -215,6 +215,8 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
        for tenant in ("tenant-a", "tenant-b")},
     **{f"{tenant}-{resource}": ("added", _BOUNDED_ADMIN) for tenant in ("tenant-a", "tenant-b")
        for resource in BOUNDED_ADMIN_RESOURCES},
+    **{f"{tenant}-gpus-hami": ("values", "HAMi's Services without node ports (gpu/render.py)")
+       for tenant in ("tenant-a", "tenant-b")},
 }
 
 
