@@ -21,7 +21,7 @@ BOUNDED_ADMIN_RESOURCES = (
     "tenant-admin-credential",
     *(f"{kind}-{policy}" for kind in ("validatingadmissionpolicy", "validatingadmissionpolicybinding")
       for policy in (tenant_admin.POD_POLICY, tenant_admin.NAMESPACE_POLICY, tenant_admin.ROLE_POLICY,
-                     tenant_admin.VOLUME_POLICY)),
+                     tenant_admin.PLATFORM_ROLES_POLICY, tenant_admin.VOLUME_POLICY)),
     *(f"clusterrole-{role}" for role in (tenant_admin.ADMIN_ROLE, tenant_admin.EXTENSIONS_ROLE,
                                          tenant_admin.NAMESPACE_ADMIN_ROLE)),
     *(f"clusterrolebinding-{role}" for role in (tenant_admin.ADMIN_ROLE, tenant_admin.EXTENSIONS_ROLE)),

@@ -76,6 +76,7 @@ POD_POLICY = f"{PROJECT}-tenant-pods"
 NAMESPACE_POLICY = f"{PROJECT}-platform-namespaces"
 ROLE_POLICY = f"{PROJECT}-tenant-roles"
 VOLUME_POLICY = f"{PROJECT}-tenant-volumes"
+PLATFORM_ROLES_POLICY = f"{PROJECT}-platform-roles"
 
 
 def _cel(value: object) -> str:
@@ -147,6 +148,21 @@ def _profile_not(field: str, forbidden: str) -> str:
     return f"{pod} && {_every_container(_security(field, f'{{v}}.type != {_cel(forbidden)}'))}"
 
 
+def _no_host_in_handlers() -> str:
+    """CEL for a container `c`: no probe or lifecycle handler names a host (Pod Security baseline
+    since 1.34: k8s.io/pod-security-admission v0.35.4 policy/check_hostProbesAndhostLifecycle.go)."""
+    handlers = [f"c.{probe}" for probe in ("livenessProbe", "readinessProbe", "startupProbe")]
+    handlers += [f"c.lifecycle.{hook}" for hook in ("postStart", "preStop")]
+    checks = []
+    for handler in handlers:
+        parent = handler.rsplit(".", 1)[0]
+        guard = f"has({parent}) && " if parent != "c" else ""
+        for action in ("httpGet", "tcpSocket"):
+            checks.append(f"!({guard}has({handler}) && has({handler}.{action}) && "
+                          f"has({handler}.{action}.host) && {handler}.{action}.host != '')")
+    return "(" + " && ".join(checks) + ")"
+
+
 def pod_validations() -> list[dict[str, str]]:
     """Each check of the pod policy with the message that names it."""
     spec = "object.spec"
@@ -175,6 +191,9 @@ def pod_validations() -> list[dict[str, str]]:
                     "a tenant's pod or container may not run AppArmor unconfined"),
         _validation(_every_container(_security("procMount", "{v} != 'Unmasked'")),
                     "a tenant's container may not use an Unmasked /proc"),
+        _validation(_every_container(_no_host_in_handlers()),
+                    "a tenant's probe or lifecycle handler may not name a host (the kubelet would connect "
+                    "from the node's network)"),
     ]
 
 
@@ -218,12 +237,16 @@ WRITE_FORBIDDEN = (
     ("certificates.k8s.io", "certificatesigningrequests/approval"),
     ("certificates.k8s.io", "certificatesigningrequests/status"),
     ("certificates.k8s.io", "signers"),
+    ("certificates.k8s.io", "clustertrustbundles"),
+    ("flowcontrol.apiserver.k8s.io", "*"),
 )
-# (API group, resource): any verb at all is forbidden. nodes/proxy is the kubelet's API (exec in any
-# pod of the node); a nodeclient CSR is approved by kube-controller-manager on its own (its
-# csrapproving controller), giving a node's credential.
+# (API group, resource): any verb at all is forbidden. A nodeclient CSR is approved by
+# kube-controller-manager on its own (its csrapproving controller), giving a node's credential.
 ANY_VERB_FORBIDDEN = (
-    ("", "nodes/proxy"),
+    # The kubelet's API: proxy is exec in any pod of the node, the others its logs, pods and config
+    # (k8s.io/kubernetes v1.35.4 pkg/kubelet/server/auth.go).
+    *(("", f"nodes/{sub}") for sub in ("proxy", "log", "stats", "metrics", "configz", "pods", "spec",
+                                        "checkpoint", "healthz")),
     ("certificates.k8s.io", "certificatesigningrequests/nodeclient"),
     ("certificates.k8s.io", "certificatesigningrequests/selfnodeclient"),
 )
@@ -258,7 +281,7 @@ def forbidden_rule() -> str:
     bind = " || ".join(_covers(RBAC_GROUP, resource) for resource in ("clusterroles", "roles"))
     return (f"(({write}) && {_verbs_beyond_read()})"
             f" || ({anything})"
-            f" || r.verbs.exists(v, v == 'impersonate')"
+            f" || r.verbs.exists(v, v.startsWith('impersonate'))"
             f" || (r.verbs.exists(v, v == '*') && ({impersonate}))"
             f" || (r.verbs.exists(v, v in ['bind', '*']) && ({bind}))")
 
@@ -274,25 +297,35 @@ def _rules_none(rule: str) -> str:
     return f"!has(object.rules) || object.rules.all(r, !has(r.resources) || !({rule}))"
 
 
+def _non_resource_urls() -> str:
+    """CEL: every non-resource rule of the object only reads, and none names `*` or /debug (whose
+    PUT /debug/flags/v sets the API server's verbosity)."""
+    return ("!has(object.rules) || object.rules.all(r, !has(r.nonResourceURLs) || "
+            "(r.verbs.all(v, v == 'get') && r.nonResourceURLs.all(u, u != '*' && !u.startsWith('/debug'))))")
+
+
 def role_validations() -> list[dict[str, str]]:
     """ClusterRoles only: a Role grants inside its namespace alone, and the platform's namespaces
-    are closed to tenant-side writes (namespace_policy)."""
+    are closed to tenant-side writes (namespace_policy). Every tenant-side ClusterRole is judged
+    alike, bound or not: one the tenant admin's group is bound to can be edited after the binding
+    (`escalate` skips RBAC's check on an update too: k8s.io/kubernetes v1.35.4
+    pkg/registry/rbac/clusterrole/policybased/storage.go)."""
     cluster_role = "request.kind.kind == 'ClusterRole'"
-    labels = "object.metadata.labels"
-    label = _cel(AGGREGATE_LABEL)
-    aggregated = f"has({labels}) && {label} in {labels} && {labels}[{label}] == 'true'"
     return [
         _validation(f"!({cluster_role}) || {_rules_none(forbidden_rule())}",
-                    "a tenant's ClusterRole may not grant writes to nodes, admission objects, API services "
-                    "or certificate approval and signing, nor nodes/proxy, node client certificates, "
-                    "impersonation or bind"),
+                    "a tenant's ClusterRole may not grant writes to nodes, admission objects, API services, "
+                    "flow control or trust bundles, certificate approval and signing, the kubelet's API "
+                    "(nodes/proxy, log, stats, ...), node client certificates, impersonation or bind"),
         _validation(f"!({cluster_role} && has(object.aggregationRule))",
                     "a tenant's ClusterRole may not aggregate other roles (it would take their rules "
                     "unjudged)"),
-        _validation(f"!({cluster_role} && {aggregated}) || {_rules_none(_in_namespace_only())}",
-                    f"a ClusterRole labelled {AGGREGATE_LABEL} joins the tenant admin's cluster-wide grant, "
-                    "which neither reads secrets nor execs, attaches, port-forwards or proxies: bind "
-                    f"{NAMESPACE_ADMIN_ROLE} in a namespace for those"),
+        _validation(f"!({cluster_role}) || {_rules_none(_in_namespace_only())}",
+                    "a tenant's ClusterRole neither reads secrets nor execs, attaches, port-forwards or "
+                    "proxies (a ClusterRole can be bound, or edited once bound, cluster-wide, and the "
+                    "platform's namespaces hold bootstrap tokens): write a Role in the namespace, or bind "
+                    f"{NAMESPACE_ADMIN_ROLE} there"),
+        _validation(f"!({cluster_role}) || {_non_resource_urls()}",
+                    "a tenant's ClusterRole may only get non-resource URLs, never `*` or /debug"),
         _validation(f"!(request.kind.kind == 'ClusterRoleBinding' && object.roleRef.name == "
                     f"{_cel(NAMESPACE_ADMIN_ROLE)})",
                     f"{NAMESPACE_ADMIN_ROLE} is bound in a namespace (a RoleBinding), never cluster-wide"),
@@ -302,6 +335,25 @@ def role_validations() -> list[dict[str, str]]:
 def role_policy() -> list[dict[str, Any]]:
     rules = [_rule([RBAC_GROUP], ["clusterroles", "clusterrolebindings"], ["CREATE", "UPDATE"])]
     return _policy(ROLE_POLICY, rules, role_validations(), _tenant_side())
+
+
+# Cluster roles and bindings the tenant side may neither change nor delete: Kubernetes' own, kubeadm's
+# (its `kubeadm:cluster-admins` binding is the platform's way in) and the platform's.
+PROTECTED_ROLE_PREFIXES = ("system:", "kubeadm:", f"{PROJECT}:")
+PROTECTED_ROLE_NAMES = ("cluster-admin", "admin", "edit", "view")
+
+
+def platform_roles_policy() -> list[dict[str, Any]]:
+    """A tenant-side UPDATE or DELETE of a protected cluster role or binding is refused: editing the
+    tenant admin's own role would widen it, deleting `kubeadm:cluster-admins` would lock the
+    platform out of the tenant."""
+    prefixes = " || ".join(f"request.name.startsWith({_cel(prefix)})" for prefix in PROTECTED_ROLE_PREFIXES)
+    expression = f"!({prefixes} || request.name in {_cel(list(PROTECTED_ROLE_NAMES))})"
+    rules = [_rule([RBAC_GROUP], ["clusterroles", "clusterrolebindings"], ["UPDATE", "DELETE"])]
+    return _policy(PLATFORM_ROLES_POLICY, rules, [_validation(
+        expression, "the cluster roles and bindings of Kubernetes, kubeadm and the platform (system:*, "
+                    f"kubeadm:*, {PROJECT}:*, cluster-admin, admin, edit, view) are the platform's")],
+        _tenant_side())
 
 
 def volume_policy() -> list[dict[str, Any]]:
@@ -314,7 +366,7 @@ def volume_policy() -> list[dict[str, Any]]:
 
 
 def admission_policies() -> list[dict[str, Any]]:
-    return [*pod_policy(), *namespace_policy(), *role_policy(), *volume_policy()]
+    return [*pod_policy(), *namespace_policy(), *role_policy(), *platform_roles_policy(), *volume_policy()]
 
 
 # --- RBAC: what the tenant admin may do.
@@ -364,7 +416,10 @@ def admin_rules() -> list[dict[str, Any]]:
         _grant(["authorization.k8s.io"], ["selfsubjectaccessreviews", "selfsubjectrulesreviews",
                                           "subjectaccessreviews", "localsubjectaccessreviews"], ["create"]),
         _grant(["authentication.k8s.io"], ["tokenreviews", "selfsubjectreviews"], ["create"]),
-        _grant(["certificates.k8s.io"], ["certificatesigningrequests"], ["create", *READ_VERBS, "delete"]),
+        # Read only: the platform issues the tenant admins' certificates by a request of a name it
+        # chooses, which the tenant side must neither take first nor swap (delete and create again)
+        # between its create and its approval.
+        _grant(["certificates.k8s.io"], ["certificatesigningrequests"], list(READ_VERBS)),
         *(_grant([group], list(resources), list(READ_VERBS)) for group, resources in READ_ONLY),
     ]
 

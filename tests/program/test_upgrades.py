@@ -217,7 +217,10 @@ def test_from_a48b3f2_a_host_stack_updates_its_hosts_in_place(monkeypatch):
         "rolebinding-kube-system-kamaji-hami-platform-hosts-kubeadm-kubelet-config")}
     node_admission = {f"{tenant}-validatingadmissionpolicy-kamaji-hami-platform-nodes"
                       for tenant in ("ml-prod", "sandbox")}
+    # And HAMi's Services lose their node ports (issue 40): each tenant's release is updated.
+    hami_releases = {f"{tenant}-gpus-hami" for tenant in ("ml-prod", "sandbox")}
     assert {(step.op, step.name) for step in steps if step.op != "read"} == {
         ("update", name) for name in (*hosts, *registrations, *(f"{host}-leave" for host in hosts),
-                                      *(f"{host}-join" for host in hosts), *clean_shell, *node_admission)
+                                      *(f"{host}-join" for host in hosts), *clean_shell, *node_admission,
+                                      *hami_releases)
     } | {("create", name) for name in join_access}

@@ -157,6 +157,9 @@ def _wait_enforced(tenant: Tenant) -> None:
         tenant_admin.ROLE_POLICY: cluster_role("probe", [rule([""], ["nodes"], ["patch"])]),
         tenant_admin.VOLUME_POLICY: host_path_volume("probe"),
     }
+    _wait(lambda: denied(tenant_admin.PLATFORM_ROLES_POLICY) in tenant.as_admin(
+        "delete", "clusterrolebinding", PLATFORM_GROUP, "--dry-run=server").stderr,
+        f"{tenant_admin.PLATFORM_ROLES_POLICY} enforced")
     for policy, obj in probes.items():
         _wait(lambda o=obj, p=policy: denied(p) in tenant.create(o).stderr, f"{policy} enforced")
 
@@ -255,6 +258,10 @@ HOST_REACHING_PODS = {
     "Unmasked proc": {"hostUsers": False, "container": {"securityContext": {"procMount": "Unmasked"}}},
     "privileged init container": {"initContainers": [{"name": "init", "image": PAUSE,
                                                       "securityContext": {"privileged": True}}]},
+    "probe of a host": {"container": {"livenessProbe": {"httpGet": {"host": "127.0.0.1", "port": 10250,
+                                                                    "path": "/pods"}}}},
+    "hook to a host": {"container": {"lifecycle": {"postStart": {"tcpSocket": {"host": "172.30.0.2",
+                                                                               "port": 2379}}}}},
 }
 
 
@@ -375,8 +382,9 @@ def test_admission_objects_nodes_csrs_and_impersonation_stay_out_of_reach(tenant
     assert "attempting to grant RBAC permissions not currently held" in escalated.stderr, escalated.stderr
 
 
-def test_the_tenant_admin_cannot_approve_a_certificate(tenant):
-    """Its own request for a client certificate in the platform's group stays unapproved."""
+def test_the_tenant_admin_can_neither_request_nor_approve_nor_swap_a_certificate(tenant):
+    """A request in the platform's group, made by anyone, stays unapproved by the tenant admin; it
+    may not create or delete requests either (a swap between the platform's create and approval)."""
     assert tenant.api.work is not None
     key, request = tenant.api.work / "evil.key", tenant.api.work / "evil.csr"
     subprocess.run(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
@@ -387,10 +395,12 @@ def test_the_tenant_admin_cannot_approve_a_certificate(tenant):
            "metadata": {"name": "evil"},
            "spec": {"request": base64.b64encode(request.read_bytes()).decode(),
                     "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"]}}
-    created = tenant.create(csr, dry_run=False)
+    assert "forbidden" in tenant.create(csr).stderr
+    created = tenant.create(csr, who="platform", dry_run=False)
     assert created.returncode == 0, created.stderr
     approved = tenant.as_admin("certificate", "approve", "evil")
     assert "forbidden" in approved.stderr, approved.stderr
+    assert "forbidden" in tenant.as_admin("delete", "csr", "evil").stderr
     status = tenant.as_platform("get", "csr", "evil", "-o", "jsonpath={.status.conditions}").stdout
     assert "Approved" not in status
 
@@ -409,6 +419,12 @@ FORBIDDEN_ROLES = {
     "impersonation": [rule([""], ["groups"], ["impersonate"])],
     "every verb on service accounts": [rule([""], ["serviceaccounts"], ["*"])],
     "bind": [rule(["rbac.authorization.k8s.io"], ["clusterroles"], ["bind"])],
+    "kubelet logs": [rule([""], ["nodes/log"], ["get"])],
+    "constrained impersonation": [rule(["authentication.k8s.io"], ["users"], ["impersonate:user-info"])],
+    "flow control": [rule(["flowcontrol.apiserver.k8s.io"], ["flowschemas"], ["create"])],
+    "secrets reads": [rule([""], ["secrets"], ["list"])],
+    "exec anywhere": [rule([""], ["pods/exec"], ["create"])],
+    "debug URLs": [{"nonResourceURLs": ["/debug/flags/v"], "verbs": ["put"]}],
 }
 
 
@@ -417,6 +433,29 @@ def test_a_cluster_role_that_grants_past_the_bounds_is_refused(tenant, shape):
     """The tenant admin may write roles that grant what it lacks (escalate), never these."""
     refused = tenant.create(cluster_role(shape.replace(" ", "-"), FORBIDDEN_ROLES[shape]))
     assert denied(tenant_admin.ROLE_POLICY) in refused.stderr, refused.stderr
+
+
+def test_a_role_bound_while_harmless_cannot_be_widened_after(tenant):
+    """`escalate` lets an update skip RBAC's check: an empty ClusterRole bound to the tenant admins'
+    group, then edited to read secrets, is refused at the edit; the tenant admin's own role and
+    kubeadm's binding (the platform's way in) are not the tenant's to change or delete."""
+    created = tenant.create(cluster_role("later", []), dry_run=False)
+    assert created.returncode == 0, created.stderr
+    bound = tenant.as_admin("create", "clusterrolebinding", "later", "--clusterrole=later",
+                            f"--group={tenant_admin.TENANT_ADMINS_GROUP}")
+    assert bound.returncode == 0, bound.stderr
+    widened = tenant.as_admin("patch", "clusterrole", "later", "--type=json", "-p", json.dumps(
+        [{"op": "add", "path": "/rules", "value": [rule([""], ["secrets"], ["get", "list", "watch"])]}]))
+    assert denied(tenant_admin.ROLE_POLICY) in widened.stderr, widened.stderr
+    own = tenant.as_admin("patch", "clusterrole", tenant_admin.ADMIN_ROLE, "--type=json", "-p", json.dumps(
+        [{"op": "add", "path": "/rules/-", "value": rule(["apps"], ["deployments"], ["get"])}]))
+    assert "denied request" in own.stderr, own.stderr  # its own rules hold a bind, refused too
+    basic = tenant.as_admin("label", "clusterrole", "system:basic-user",
+                            f"{tenant_admin.AGGREGATE_LABEL}=true", "--dry-run=server")
+    assert denied(tenant_admin.PLATFORM_ROLES_POLICY) in basic.stderr, basic.stderr
+    locked_out = tenant.as_admin("delete", "clusterrolebinding", PLATFORM_GROUP, "--dry-run=server")
+    assert denied(tenant_admin.PLATFORM_ROLES_POLICY) in locked_out.stderr, locked_out.stderr
+    assert "forbidden" in tenant.as_admin("get", "secrets", "-n", "kube-system").stderr
 
 
 def test_no_aggregated_or_relabelled_role_brings_in_what_the_grant_lacks(tenant):
@@ -431,7 +470,7 @@ def test_no_aggregated_or_relabelled_role_brings_in_what_the_grant_lacks(tenant)
     for platform_role in ("cluster-admin", "system:node", "system:kube-controller-manager", "admin"):
         labelled = tenant.as_admin("label", "clusterrole", platform_role,
                                    f"{tenant_admin.AGGREGATE_LABEL}=true", "--dry-run=server")
-        assert denied(tenant_admin.ROLE_POLICY) in labelled.stderr, f"{platform_role}: {labelled.stderr}"
+        assert "denied request" in labelled.stderr, f"{platform_role}: {labelled.stderr}"
 
 
 def test_a_host_path_volume_is_refused(tenant):

@@ -20,7 +20,7 @@ def _by_kind(kind: str) -> list[dict]:
 def test_every_policy_denies_and_fails_closed_through_its_own_binding():
     policies, bindings = _by_kind(POLICY), _by_kind(BINDING)
     names = {tenant_admin.POD_POLICY, tenant_admin.NAMESPACE_POLICY, tenant_admin.ROLE_POLICY,
-             tenant_admin.VOLUME_POLICY}
+             tenant_admin.PLATFORM_ROLES_POLICY, tenant_admin.VOLUME_POLICY}
     assert {p["metadata"]["name"] for p in policies} == names
     assert all(p["spec"]["failurePolicy"] == "Fail" for p in policies)
     assert {(b["spec"]["policyName"], tuple(b["spec"]["validationActions"])) for b in bindings} == {

@@ -13,10 +13,15 @@ request=$(printf '%s\n' "$key" | openssl req -new -key /dev/stdin -subj @subject
 [ -n "$request" ] || fail "openssl could not make the certificate request"
 # A request of an earlier run that stopped half-way is replaced.
 @kubectl@ delete csr "$name" --ignore-not-found >/dev/null 2>&1 || true
-printf '%s\n' "apiVersion: certificates.k8s.io/v1" "kind: CertificateSigningRequest" "metadata:" \
+uid=$(printf '%s\n' "apiVersion: certificates.k8s.io/v1" "kind: CertificateSigningRequest" "metadata:" \
   "  name: $name" "spec:" "  signerName: @signer@" "  expirationSeconds: @seconds@" \
   "  usages: [client auth]" "  request: $request" \
-  | @kubectl_stdin@ create -f - >/dev/null || fail "the certificate request $name was not created"
+  | @kubectl_stdin@ create -f - -o 'jsonpath={.metadata.uid}') && [ -n "$uid" ] \
+  || fail "the certificate request $name was not created"
+# Approved only while it is still the request made here (its uid and its request): the tenant side
+# may not delete or create requests, and this checks it anyway.
+found=$(@kubectl@ get csr "$name" -o 'jsonpath={.metadata.uid} {.spec.request}') || found=""
+[ "$found" = "$uid $request" ] || fail "the certificate request $name is not the one made here; not approved"
 @kubectl@ certificate approve "$name" >/dev/null || fail "the certificate request $name was not approved"
 cert="" end=$(( $(date +%s) + @bound@ ))
 while [ -z "$cert" ] && [ "$(date +%s)" -lt "$end" ]; do
@@ -31,6 +36,11 @@ server=$(@kubectl@ config view --raw --minify -o 'jsonpath={.clusters[0].cluster
 ca=$(@kubectl@ config view --raw --minify -o 'jsonpath={.clusters[0].cluster.certificate-authority-data}') \
   || ca=""
 [ -n "$server" ] && [ -n "$ca" ] || fail "the platform's kubeconfig names no server or holds no CA data"
+# The certificate must be for the key made here.
+issued_key=$(printf '%s' "$cert" | base64 -d | openssl x509 -noout -pubkey 2>/dev/null) || issued_key=""
+own_key=$(printf '%s\n' "$key" | openssl pkey -pubout 2>/dev/null) || own_key=""
+[ -n "$issued_key" ] && [ "$issued_key" = "$own_key" ] \
+  || fail "the certificate issued for $name is not for the key made here"
 key_data=$(printf '%s\n' "$key" | base64 | tr -d '\n')
 cat <<KUBECONFIG
 apiVersion: v1
