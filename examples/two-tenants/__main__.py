@@ -46,4 +46,6 @@ for tenant in tenants:
         opts=pulumi.ResourceOptions(depends_on=[cluster], deleted_with=cluster.control_plane))
     pulumi.export(f"{tenant['name']}Endpoint", cluster.endpoint)
     pulumi.export(f"{tenant['name']}Cards", gpus.cards)
-    pulumi.export(f"{tenant['name']}Kubeconfig", cluster.kubeconfig)
+    # For the tenant's own admins (a bounded tenant admin on kind); the platform's cluster-admin apart.
+    pulumi.export(f"{tenant['name']}Kubeconfig", cluster.admin_kubeconfig)
+    pulumi.export(f"{tenant['name']}PlatformKubeconfig", cluster.kubeconfig)

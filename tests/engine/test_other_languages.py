@@ -70,7 +70,7 @@ INPUTS = {
 }
 OUTPUTS = {
     "ManagementCluster": {"kubeconfig", "provider", "poolRange", "hostFlags", "cluster", "network"},
-    "KamajiTenant": {"endpoint", "kubeconfig", "provider", "nodeNames", "workers"},
+    "KamajiTenant": {"endpoint", "kubeconfig", "adminKubeconfig", "provider", "nodeNames", "workers"},
     "HamiNodePool": {"cards", "capacity", "gpuPlan"},
 }
 REQUIRED = {"ManagementCluster": [], "KamajiTenant": ["tenant"],

@@ -181,7 +181,8 @@ class TestExampleProgram:
         assert (release.inputs["chart"], release.inputs["version"]) == ("hami", "2.10.0")
 
     def test_kubeconfigs_stay_secret(self, example):
-        assert {"team-aKubeconfig", "team-bKubeconfig"} <= example.secret_exports
+        assert {"team-aKubeconfig", "team-bKubeconfig", "team-aPlatformKubeconfig",
+                "team-bPlatformKubeconfig"} <= example.secret_exports
 
 
 def test_a_local_kamaji_chart_replaces_the_fetch(tmp_path):
