@@ -15,7 +15,8 @@ Enforced in the tenant's own API server by two means, neither of which the tenan
 - ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1, on by default and GA since 1.30;
   tenant/node_admission.py cites the sources): pod security in the tenants' namespaces (what Pod
   Security Admission's `baseline` level forbids of a Linux pod), the platform's namespaces for the
-  platform alone, roles that cannot grant what the tenant admin lacks, and no host-path volumes.
+  platform alone, roles that cannot grant what the tenant admin lacks, the cluster roles and
+  bindings of Kubernetes, kubeadm and the platform left as they are, and no host-path volumes.
 
 A tenant admin may create roles that grant what it does not hold (`escalate`), so that an operator's
 ClusterRole for its own CRDs can be written and, labelled `AGGREGATE_LABEL`, join the tenant
