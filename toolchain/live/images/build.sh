@@ -8,6 +8,7 @@
 #   busybox     the live suite's probes
 #   cert-manager  CERT_MANAGER_SRC (its cmd/ modules are not served; VCERT_SRC for a dependency)
 #   metallb     from served Go modules, FRR from Debian's package
+#   haproxy     docker.io/library/haproxy:3.0.11 from Debian trixie's package (the tenants' door)
 #   hami        HAMI_SRC (HAMi v2.10.0 source; ../shared/upstream/src has its archive)
 #   kamaji, konnectivity, certgen, kindnetd   KAMAJI_SRC, APISERVER_NETWORK_PROXY_SRC, CERTGEN_SRC,
 #               KINDNET_SRC: sources the module proxy does not serve
@@ -23,7 +24,7 @@ set -euo pipefail
 usage="usage: build.sh <bin folder> <engine folder>"
 bin=${1:?$usage} engine=${2:?$usage}
 [ "$(id -u)" = 0 ] || die "the images build needs root (chroot into the Debian rootfs, the engine)"
-families=(kubernetes etcd coredns busybox cert-manager metallb hami kamaji konnectivity certgen kindnetd)
+families=(kubernetes etcd coredns busybox cert-manager metallb haproxy hami kamaji konnectivity certgen kindnetd)
 # KHP_IMAGE_FAMILIES="etcd coredns" builds only those (a developer's shortcut; the default is all).
 # shellcheck disable=SC2206 # a list of words
 [ -z "${KHP_IMAGE_FAMILIES:-}" ] || families=($KHP_IMAGE_FAMILIES)

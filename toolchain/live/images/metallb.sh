@@ -21,9 +21,9 @@
 # unpacked (dpkg-deb, no maintainer scripts) beside Debian bookworm's static busybox as /bin/sh and
 # the other tools (busybox ash, as Alpine's /bin/sh: the chart's frr command uses [[ ]]); Debian's
 # busybox lacks flock (frr-reloader.sh) and install (frrcommon.sh), which util-linux and coreutils
-# of trixie bring, as Alpine's busybox does. Trixie's
-# package lists live in their own apt folder (this machine's sources are left alone), refreshed
-# when they are missing or a pinned version has gone.
+# of trixie bring, as Alpine's busybox does. Trixie's package lists live in an apt folder of their
+# own (apt.sh; this machine's sources are left alone), refreshed when they are missing or a pinned
+# version has gone.
 # Usage: metallb.sh <bin folder>. The last line printed is the output folder.
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
@@ -41,69 +41,28 @@ busybox=$(bash "$live_here/scripts/busybox-rootfs.sh" | tail -n 1)
 
 # Trixie's FRR: the Depends closure (first alternatives) of these packages, less the skipped ones
 # (logrotate and lsof: a booted system's; debconf, dpkg, base-files, debianutils, adduser and
-# libcap2-bin: install-time helpers of bash, python3-minimal, iproute2, frr and tzdata).
-suite=trixie
-roots=(frr frr-pythontools tini bash python3 coreutils util-linux)
-skip=" debconf debconf-2.0 dpkg logrotate lsof base-files debianutils adduser libcap2-bin "
-apt_dir=$toolchain_cache/live-frr-apt-$suite
-mkdir -p "$apt_dir/none"
-in_apt() {
-  local tool=$1
-  shift
-  "$tool" -q -o APT::Sandbox::User=root -o Dir::Etc::SourceList="$apt_dir/sources.list" \
-    -o Dir::Etc::SourceParts="$apt_dir/none" -o Dir::Etc::Preferences="$apt_dir/none/preferences" \
-    -o Dir::Etc::PreferencesParts="$apt_dir/none" -o Dir::State::Lists="$apt_dir/lists" \
-    -o Dir::Cache="$apt_dir/cache" -o Dir::State::Status="$apt_dir/status" "$@"
-}
-refresh() {
-  mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/none"
-  : > "$apt_dir/status"
-  printf 'deb http://deb.debian.org/debian %s main\n' "$suite" "$suite-updates" > "$apt_dir/sources.list"
-  echo "deb http://deb.debian.org/debian-security $suite-security main" >> "$apt_dir/sources.list"
-  say "apt: Debian $suite's package lists into $apt_dir..."
-  in_apt apt-get update -qq >&2
-}
-# name=version of every package of the closure, one a line, sorted.
-closure() {
-  local todo=("${roots[@]}") all=" " p next=()
-  while [ "${#todo[@]}" -gt 0 ]; do
-    for p in "${todo[@]}"; do all+="$p "; done
-    mapfile -t next < <(in_apt apt-cache depends --no-recommends --no-suggests --no-conflicts \
-      --no-breaks --no-replaces --no-enhances "${todo[@]}" |
-      awk '/^[^ ]/ {alt = 0; next} /^ [ |](Pre)?Depends: / {first = !alt; alt = ($1 ~ /^\|/)
-        name = $2; gsub(/[<>]/, "", name); sub(/:any$/, "", name); if (first) print name}' | sort -u)
-    todo=()
-    for p in "${next[@]}"; do
-      case "$skip$all" in *" $p "*) ;; *) todo+=("$p") ;; esac
-    done
-  done
-  # shellcheck disable=SC2086 # all is a list of names
-  in_apt apt-cache policy $all | awk '/^[^ ]/ {name = $1; sub(/:$/, "", name)}
-    /^ *Candidate:/ {if ($2 == "(none)") {print "no candidate: " name > "/dev/stderr"; exit 1}
-      print name "=" $2}' | sort
-}
-[ -f "$apt_dir/sources.list" ] || refresh
-pinned=$(closure) || { refresh; pinned=$(closure); } || die "apt: no $suite closure of ${roots[*]}"
+# libcap2-bin: install-time helpers of bash, python3-minimal, iproute2, frr and tzdata), by apt.sh.
+# shellcheck source=apt.sh source-path=SCRIPTDIR
+. "$images_here/apt.sh"
+apt_suite=trixie
+apt_roots=(frr frr-pythontools tini bash python3 coreutils util-linux)
+apt_skip=" debconf debconf-2.0 dpkg logrotate lsof base-files debianutils adduser libcap2-bin "
+apt_dir=$toolchain_cache/live-frr-apt-$apt_suite
+apt_pin
 
 family_key() {
-  { cat "$0" "$images_here/lib.sh" "$node_here/lib.sh"; basename "$built"; basename "$DEBIAN_ROOTFS"
-    basename "$busybox"; echo "$pinned"; } | key_of
+  { cat "$0" "$images_here/lib.sh" "$node_here/lib.sh" "$images_here/apt.sh"; basename "$built"
+    basename "$DEBIAN_ROOTFS"; basename "$busybox"; echo "$apt_pinned"; } | key_of
 }
 out=$images_cache/metallb-$(family_key)
 if [ -d "$out" ]; then say "MetalLB images cached ($out)"; echo "$out"; exit 0; fi
 work=$out.work
 rm -rf "$work" && mkdir -p "$work/debs"
 trap 'rm -rf "$work"' EXIT
-# shellcheck disable=SC2086 # pinned is a list of name=version
-if ! (cd "$work/debs" && in_apt apt-get download -qq $pinned >&2); then
-  refresh
-  pinned=$(closure)
-  out=$images_cache/metallb-$(family_key)
-  if [ -d "$out" ]; then say "MetalLB images cached ($out)"; echo "$out"; exit 0; fi
-  rm -f "$work/debs/"*.deb
-  # shellcheck disable=SC2086 # pinned is a list of name=version
-  (cd "$work/debs" && in_apt apt-get download -qq $pinned >&2) || die "apt: cannot download $suite's FRR packages"
-fi
+apt_download "$work/debs"
+# A refresh may have moved the pins: their folder may be there already.
+out=$images_cache/metallb-$(family_key)
+if [ -d "$out" ]; then say "MetalLB images cached ($out)"; echo "$out"; exit 0; fi
 rm -rf "$out.tmp" && mkdir -p "$out.tmp"
 
 go_env='{PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", SSL_CERT_FILE: "/etc/ssl/certs/ca-certificates.crt"}'
@@ -167,7 +126,7 @@ pam_common "$DEBIAN_ROOTFS" "$work/pam"
 for t in "$work/pam/"*; do
   cmp -s "$t" "$DEBIAN_ROOTFS/etc/pam.d/$(basename "$t")" || die "pam: $(basename "$t") is not what pam-auth-update writes"
 done
-cmp -s "$d/usr/share/pam-configs/unix" "$DEBIAN_ROOTFS/usr/share/pam-configs/unix" || die "pam: $suite's unix profile changed"
+cmp -s "$d/usr/share/pam-configs/unix" "$DEBIAN_ROOTFS/usr/share/pam-configs/unix" || die "pam: $apt_suite's unix profile changed"
 pam_common "$d" "$d/etc/pam.d"
 # FRR's docker/alpine/docker-start of the tag: LSB log functions when /lib/lsb/init-functions is
 # missing, FRR's frrcommon.sh, then watchfrr with the daemons /etc/frr/daemons enables.
@@ -192,13 +151,13 @@ source /usr/lib/frr/frrcommon.sh
 /usr/lib/frr/watchfrr $(daemon_list)
 EOF
 chmod 0755 "$d/usr/lib/frr/docker-start"
-frr_version=$(awk -F= '$1 == "frr" {print $2}' <<<"$pinned")
+frr_version=$(awk -F= '$1 == "frr" {print $2}' <<<"$apt_pinned")
 grep -q "zebra version ${frr_version%%-*}" <<<"$(chroot "$d" /usr/lib/frr/zebra --version)" || die "frr: zebra does not run"
 chroot "$d" /usr/bin/python3 -c 'import argparse, logging, re, subprocess' || die "frr: python3 does not run"
 chroot "$d" /usr/bin/vtysh --help >/dev/null || die "frr: vtysh does not run"
 image_out "$out.tmp" frr "$d" "$(jq -n --arg ref "quay.io/frrouting/frr:$frr_tag" --arg frr "$frr_version" \
   --arg source "FRRouting/frr@frr-$frr_tag docker/alpine/Dockerfile, docker/alpine/docker-start, alpine/APKBUILD.in, alpine/frr.pre-install, doc/developer/frr-release-procedure.rst; go.universe.tf/metallb@$version charts/metallb/templates/speaker.yaml" \
-  --arg note "FRR $frr_tag stood in for by Debian $suite's frr and frr-pythontools $frr_version (the nearest FRR Debian serves; bookworm has 8.4) with their $suite libraries, python3, bash, iproute2, tini, coreutils and util-linux (flock, install: Debian's busybox lacks them), on Debian bookworm's static busybox instead of Alpine 3.20 and FRR's own apk: Debian's build puts FRR's sockets in /run/frr (/var/run is a link to it, as on Alpine), and uses the same /usr/lib/frr, /etc/frr, /usr/bin/vtysh and users; docker-start written out as FRR's; no maintainer scripts run (/etc/pam.d/common-* rendered as libpam-runtime's pam-auth-update writes them: Debian's vtysh uses PAM, Alpine's does not); packages left out of the closure: $(xargs <<<"$skip")" \
+  --arg note "FRR $frr_tag stood in for by Debian $apt_suite's frr and frr-pythontools $frr_version (the nearest FRR Debian serves; bookworm has 8.4) with their $apt_suite libraries, python3, bash, iproute2, tini, coreutils and util-linux (flock, install: Debian's busybox lacks them), on Debian bookworm's static busybox instead of Alpine 3.20 and FRR's own apk: Debian's build puts FRR's sockets in /run/frr (/var/run is a link to it, as on Alpine), and uses the same /usr/lib/frr, /etc/frr, /usr/bin/vtysh and users; docker-start written out as FRR's; no maintainer scripts run (/etc/pam.d/common-* rendered as libpam-runtime's pam-auth-update writes them: Debian's vtysh uses PAM, Alpine's does not); packages left out of the closure: $(xargs <<<"$apt_skip")" \
   '{ref: $ref, entrypoint: ["/sbin/tini", "--"], cmd: ["/usr/lib/frr/docker-start"], workdir: "/",
     env: {PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
     source: $source, note: $note}')"

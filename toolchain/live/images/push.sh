@@ -2,9 +2,11 @@
 # Push a family's images (a folder of <id>.tar root filesystems and <id>.json configs, lib.sh)
 # into the mirror under the platform's mirror rule (kamaji_hami_platform/mirror.py: the upstream
 # reference under <mirror>/<registry>/<path>:<tag>), with crane in the engine's namespace: the
-# rootfs as one layer on an empty base, then the config's entrypoint, cmd, user, workdir, env,
-# ports and linux/amd64, and labels naming the build (org.kamaji-hami-platform.build: the family
-# folder) and its upstream source. An image whose build label is already the folder's is skipped.
+# rootfs as one layer on an empty base, then the config's stop_signal (a Dockerfile's STOPSIGNAL,
+# e.g. "SIGUSR1": crane mutate has no flag for it, so the image config is edited with crane edit
+# config), entrypoint, cmd, user, workdir, env, ports and linux/amd64, and labels naming the build
+# (org.kamaji-hami-platform.build: the family folder, set last) and its upstream source. An image
+# whose build label is already the folder's is skipped.
 # Usage: push.sh <bin folder> <engine folder> <mirror> <family folder>
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
@@ -13,6 +15,12 @@ usage="usage: push.sh <bin folder> <engine folder> <mirror> <family folder>"
 bin=${1:?$usage} engine=${2:?$usage} mirror=${3:?$usage} folder=${4:?$usage}
 build=$(basename "$folder") label=org.kamaji-hami-platform.build
 crane_() { in_engine "$bin" "$engine" crane --insecure "$@"; }
+# stop_signal TARGET SIGNAL: the image config's StopSignal set (crane mutate keeps it).
+stop_signal() {
+  local edited
+  edited=$(crane_ config "$1" | jq -ce --arg s "$2" '.config.StopSignal = $s') || return 1
+  printf '%s' "$edited" | crane_ edit config "$1"
+}
 
 for config in "$folder"/*.json; do
   ref=$(jq -r .ref "$config")
@@ -34,7 +42,9 @@ for config in "$folder"/*.json; do
     (.env // {} | to_entries[] | "--env=" + .key + "=" + .value),
     (if .ports then "--exposed-ports=" + (.ports | join(",")) else empty end)' "$config")
   # crane logs every blob on stderr: shown only when it fails.
+  signal=$(jq -r '.stop_signal // ""' "$config")
   if ! log=$(crane_ append --oci-empty-base -f "${config%.json}.tar" -t "$target" 2>&1 >/dev/null) \
+    || { [ -n "$signal" ] && ! log=$(stop_signal "$target" "$signal" 2>&1 >/dev/null); } \
     || ! log=$(crane_ mutate "${flags[@]}" -t "$target" "$target" 2>&1 >/dev/null); then
     echo "$log" >&2; die "could not push $target"
   fi
