@@ -202,7 +202,7 @@ live-images: live-engine
 # Those images in a fresh engine: each runs its program from the mirror, a kind node pulls from it,
 # and the dev stack on v1.35.4 with images.mirror finds everything there (tests/live/test_images.py).
 live-images-test: test-venv live-tools
-	$(call require_tier,live) $(TEST_VENV)/bin/python -m pytest -m live -rs -v tests/live/test_images.py
+	$(call require_tier,live) $(TEST_VENV)/bin/python -m pytest -m live -rs -v tests/live/test_images.py tests/live/test_door.py
 
 # The test virtualenv is kept while requirements.txt and the Python are the same (a stamp named
 # after both), and made afresh from requirements.txt alone when either changes.

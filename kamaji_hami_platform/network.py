@@ -6,7 +6,8 @@ Layout of the subnet, in quarters:
 
     quarter 0      Docker's own dynamic addresses (`--ip-range`): the kind node, anything else
     quarters 1-2   worker addresses: a block of 128 per tenant (`tenants[i].addressBlock`),
-                   worker i at the block's address 1 + i
+                   worker i at the block's address 1 + i; for a tenant with its own network, the
+                   block holds its door's address (1) and its control plane's (2) instead
     quarter 3      MetalLB: by default the 51 addresses just below the broadcast address
 
 A tenant with its own network (`tenants[i].workerNetwork: own`, the default) has a /24 of
@@ -14,7 +15,8 @@ A tenant with its own network (`tenants[i].workerNetwork: own`, the default) has
 
     .0/28          Docker's own dynamic addresses: the gateway (this host) at .1, the kind node
     .16 + i        worker i
-    .250           the tenant's API address (MetalLB, announced by the kind node on that network)
+    .250           the tenant's API address: its door (tenant/door.py), which forwards the API and
+                   Konnectivity to its control plane's address in the tenant's block above
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ BLOCK_SIZE = 128  # addresses per tenant: every worker it may have (names.MAX_WO
 MIN_PREFIX, MAX_PREFIX = 16, 24
 # The MetalLB range by default: 51 addresses just below the broadcast address (in quarter 3).
 _POOL_OFFSET_FROM_BROADCAST = (55, 5)
+# In the block of a tenant with its own network: its door, and its control plane's address.
+_DOOR_IN_BLOCK, _CONTROL_PLANE_IN_BLOCK = 1, 2
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,15 @@ class NetworkLayout:
             raise ValueError(f"worker index {index} is outside 0..{names.MAX_WORKERS - 1}")
         return str(self.block(block)[0] + 1 + index)
 
+    def door_address(self, block: int) -> str:
+        """A tenant's door on this network (the tenant has a network of its own and no workers here)."""
+        return str(self.block(block)[0] + _DOOR_IN_BLOCK)
+
+    def control_plane_address(self, block: int) -> str:
+        """The LoadBalancer address of the control plane of a tenant with its own network: MetalLB's,
+        announced by the kind node on this network, reached only through the tenant's door."""
+        return str(self.block(block)[0] + _CONTROL_PLANE_IN_BLOCK)
+
     def default_pool_range(self) -> str:
         start, end = (self.subnet.broadcast_address - offset for offset in _POOL_OFFSET_FROM_BROADCAST)
         return f"{start}-{end}"
@@ -113,7 +126,7 @@ class TenantNetwork:
 
     @property
     def api_address(self) -> str:
-        """The tenant API's LoadBalancer address: MetalLB's only address for this tenant."""
+        """The tenant API's address: its door's, which workers, their pods and this host use."""
         return str(self.subnet.broadcast_address - _TENANT_API_FROM_BROADCAST)
 
 

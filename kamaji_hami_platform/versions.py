@@ -90,6 +90,8 @@ def kubectl_image(kubernetes_version: str) -> str:
 
 # Image of the live suite's probe and test pods (tests/e2e).
 E2E_PROBE_IMAGE = "docker.io/library/busybox:1.36.1"
+# Each kind tenant's door (tenant/door.py): HAProxy's official image, the 3.0 LTS line.
+DOOR_IMAGE = "docker.io/library/haproxy:3.0.11"
 # containerd's sandbox image, which every kindest/node built by kind v0.31.0 preloads (kind
 # images/base/files/etc/containerd/config.toml `sandbox_image`; pkg/build/nodeimage/buildcontext.go
 # puts it in the image in place of kubeadm's pause): the live suite's declared-workload pods run it,
@@ -134,6 +136,7 @@ def pinned_table() -> list[tuple[str, str]]:
          f"{KUBE_SCHEDULER_IMAGE_REPOSITORY}:<tenant version>"),
         ("kubectl image (GPU capacity agent)", f"{KUBECTL_IMAGE_REPOSITORY}:<tenant version>"),
         ("busybox image (live suite probes)", E2E_PROBE_IMAGE),
+        ("HAProxy image (each kind tenant's door)", DOOR_IMAGE),
         ("pause image (live suite workload pods, preloaded)", KIND_NODE_PAUSE_IMAGE),
         ("kind CLI (e2e workflow)", KIND_CLI_VERSION),
     ]
@@ -211,6 +214,7 @@ def images(tenant_versions: list[str]) -> list[tuple[str, str]]:
         ("tenant CoreDNS (Kamaji addon)", COREDNS_IMAGE),
         ("tenant CNI", KINDNET_IMAGE),
         ("live suite probes", E2E_PROBE_IMAGE),
+        ("tenant door (kind)", DOOR_IMAGE),
     }
     for version in sorted(set(tenant_versions)):
         rows |= {("tenant control plane (Kamaji)", f"{CONTROL_PLANE_IMAGE_REGISTRY}/{name}:{version}")

@@ -23,7 +23,8 @@ from kamaji_hami_platform.config.rules import (
 
 def check_address_blocks(tenants: list[TenantConfig], management: ManagementConfig,
                           problems: Problems) -> None:
-    """Each tenant a block of its own: a /24 of tenantSubnet for its own network, or a block of
+    """Each tenant a block of its own: a /24 of tenantSubnet for its own network (and the block of
+    that number on the platform's network for its door and control plane address), or a block of
     worker addresses in the shared network's worker region (one numbering for both, so that a
     tenant moved from one to the other can keep its number)."""
     owner: dict[int, str] = {}
@@ -35,10 +36,17 @@ def check_address_blocks(tenants: list[TenantConfig], management: ManagementConf
         else:
             key, subnet = "dockerSubnet", management.docker_subnet
             blocks, what = network.layout(subnet).blocks, "tenants' worker addresses"
+        door_blocks = network.layout(management.docker_subnet).blocks
         if tenant.address_block >= blocks:
             problems.add(path, f"{tenant.address_block} is outside 0..{blocks - 1}: "
                                f"management.{key} {subnet} holds {blocks} {what}; use a larger subnet",
                          "address-block")
+        elif tenant.own_network and tenant.address_block >= door_blocks:
+            # Its door and control plane address are in the block of that number on the platform's
+            # network (network.NetworkLayout.door_address).
+            problems.add(path, f"{tenant.address_block} is outside 0..{door_blocks - 1}: "
+                               f"management.dockerSubnet {management.docker_subnet} holds {door_blocks} "
+                               "tenants' doors; use a larger subnet", "address-block")
         elif tenant.address_block in owner:
             problems.add(path, f"{tenant.address_block} is also {owner[tenant.address_block]}'s: "
                                "each tenant needs its own", "address-block")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from kamaji_hami_platform.config import ManagementConfig, TenantConfig
 from kamaji_hami_platform.docker_calls import bounded_docker
-from kamaji_hami_platform.management.access import management_access, private_kubeconfig
+from kamaji_hami_platform.management.access import KIND_NODE_KUBECTL, management_access, private_kubeconfig
 from kamaji_hami_platform.management.render import (
     KAMAJI_NAMESPACE,
     METALLB_NAMESPACE,
@@ -29,6 +29,7 @@ from kamaji_hami_platform.management.render import (
 )
 from kamaji_hami_platform.shell_templates import Shell, Text
 from kamaji_hami_platform.shell_templates import render as render_script
+from kamaji_hami_platform.tenant.control_plane import api_port
 from kamaji_hami_platform.tenant.node_join import KUBECONFIG_ENV
 
 # The wait: tries start until this many seconds have passed (3 minutes; Kamaji's e2e allows 1),
@@ -57,9 +58,23 @@ def tenant_access(tenant: TenantConfig, management: ManagementConfig, call_timeo
                              node=control_plane_container(management),
                              file=f"/tmp/{tenant.name}-{purpose}.conf",
                              kubeconfig_env=Text(KUBECONFIG_ENV), tenant=Text(tenant.name))
+    server = ""
+    if tenant.own_network:
+        # The kubeconfig names the door's address, on the tenant's network only (tenant/door.py).
+        preamble += render_script(_PACKAGE, "admin_access_service_address.sh",
+                                  management_kubectl=Shell(KIND_NODE_KUBECTL), namespace=tenant.namespace,
+                                  service=tenant.name, tenant=Text(tenant.name))
+        server = (f' --server "https://$service_ip:{api_port(tenant)}"'
+                  f" --tls-server-name={service_name(tenant)}")
     exec_flags = "exec -i" if stdin else "exec"
-    return Shell(preamble), Shell(f'docker {exec_flags} "$node" {bounded} --kubeconfig "$file"'
+    return Shell(preamble), Shell(f'docker {exec_flags} "$node" {bounded} --kubeconfig "$file"{server}'
                                   f" --request-timeout={REQUEST_TIMEOUT}")
+
+
+def service_name(tenant: TenantConfig) -> str:
+    """The name of the tenant API's Service that its certificate carries: Kamaji's own clients use
+    it (26.8.2-edge internal/utilities/tenant_client.go; the admin Secret's `admin.svc`)."""
+    return f"{tenant.name}.{tenant.namespace}.svc"
 
 
 def _listed(items: list[str] | tuple[str, ...]) -> str:
@@ -80,6 +95,11 @@ def network_hint(tenant: TenantConfig, management: ManagementConfig) -> str:
                 " client: Pulumi's host must reach it from one of them (through a LoadBalancer or NodePort"
                 " the pods see a management node's address, so apiClientCidrs must hold the management"
                 f" nodes' network). Check the address: {service}")
+    if tenant.own_network:
+        door_name = f"{management.name}-{tenant.name}-door"
+        return (f"The kind node reaches the tenant API at its Service's cluster address; its workers and"
+                f" this host through its door {door_name} on {management.docker_network}-{tenant.name}."
+                f" Check the Service: {service}; the door: docker logs {door_name}")
     return (f"The tenant API is a MetalLB address (pool {management.pool_range}) on the platform's Docker"
             f" network {management.docker_network} ({management.docker_subnet}), reached from the kind node"
             f" {control_plane_container(management)}. Check the address: {service};"

@@ -4,7 +4,8 @@ cluster, as one list of CIDRs that two filters enforce: the control plane's Netw
 `loadBalancerSourceRanges` (kube-proxy, before any masquerade and whether or not the policy
 engine runs).
 
-- kind, own network: that network (its workers, and this host as its gateway);
+- kind, own network: the tenant's door (tenant/door.py), through which its workers, their pods and
+  this host (the network's gateway) reach it;
 - kind, shared network (tenants created by 0.1.0): its block of worker addresses and the shared
   network's gateway;
 - existing: the tenant's hosts (`/32` each) and `management.apiClientCidrs`.
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 from kamaji_hami_platform import network
 from kamaji_hami_platform.config import ManagementConfig, TenantConfig
-from kamaji_hami_platform.tenant import own_network
 
 
 def api_clients(tenant: TenantConfig, management: ManagementConfig) -> list[str]:
@@ -24,7 +24,7 @@ def api_clients(tenant: TenantConfig, management: ManagementConfig) -> list[str]
     if not management.is_kind:
         return [f"{host.address}/32" for host in tenant.hosts] + list(management.api_client_cidrs)
     if tenant.own_network:
-        return [str(own_network.tenant_network(tenant, management).subnet)]
+        return [f"{network.layout(management.docker_subnet).door_address(tenant.address_block)}/32"]
     layout = network.layout(management.docker_subnet)
     return [*layout.block_cidrs(tenant.address_block), f"{layout.gateway}/32"]
 

@@ -40,6 +40,7 @@ from kamaji_hami_platform.tenant import (
     admin_access,
     admin_credential,
     ca_pin,
+    door,
     host_join,
     host_join_access,
     host_leave,
@@ -210,9 +211,9 @@ class KamajiTenant(pulumi.ComponentResource):
         # container workers are attached to the network.
         cluster = resource_inputs.resource_input(args.get("management_cluster"), resource_inputs.COMMAND,
                                                  where, "management_cluster")
-        network = (resource_inputs.resource_input(args.get("management_network"), resource_inputs.COMMAND,
-                                                  where, "management_network")
-                   if tenant.workers and not tenant.on_hosts else None)
+        platform_network = resource_inputs.resource_input(
+            args.get("management_network"), resource_inputs.COMMAND, where, "management_network")
+        network = platform_network if tenant.workers and not tenant.on_hosts else None
         claim_worker_addresses(tenant, management_settings, where)
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.tenant: TenantConfig = tenant
@@ -239,10 +240,14 @@ class KamajiTenant(pulumi.ComponentResource):
         # kind: the tenant's own Docker network, the kind node on it, and its API address there.
         self.own_network: local.Command | None = None
         self.api_address_pool: list[pulumi.CustomResource] = []
+        self.door: local.Command | None = None
         if management_settings.is_kind and tenant.own_network:
             self.own_network, self.api_address_pool = self._own_network(
                 name, management_settings, on_management, after=self.create_only)
-            network = resource_inputs.ResourceInput(self.own_network, (self.own_network,))
+            on_platform = ((platform_network.ordering or (platform_network.resource,))
+                           if platform_network else ())
+            self.door = self._door(name, management_settings, mirror, [self.own_network, *on_platform])
+            network = resource_inputs.ResourceInput(self.own_network, (self.own_network, self.door))
         self.control_plane = self._control_plane(
             name, management_settings, mirror, on_management,
             [namespace, *self.network_policies, *self.create_only, *self.api_address_pool])
@@ -390,6 +395,22 @@ class KamajiTenant(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=[command])))
             for obj in own_network.metallb_objects(tenant, management)]
         return command, pool
+
+    def _door(self, name: str, management: ManagementConfig, mirror: str | None,
+              networks: list[pulumi.Resource]) -> local.Command:
+        """`<tenant>-door`: the one container on the tenant's network and the platform's, forwarding
+        the API and Konnectivity to the control plane (tenant/door.py); after the network's create,
+        which detaches the kind node an earlier build attached there, and the platform's network (it
+        is on both: `networks`, the tenant's first). Stateless: any change of it replaces it, the old
+        one first (same name, same addresses)."""
+        return local.Command(
+            f"{name}-door",
+            create=door.create_script(self.tenant, management, mirror),
+            delete=door.delete_script(self.tenant, management),
+            triggers=[door.container_name(self.tenant, management),
+                      door.spec_hash(self.tenant, management, mirror)],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=networks, delete_before_replace=True,
+                                        replace_with=networks[:1]))
 
     def _admin_kubeconfig_secret(self, name: str, provider: pulumi.Input[kubernetes.Provider],
                                  ) -> pulumi.Output[kubernetes.core.v1.Secret | None]:

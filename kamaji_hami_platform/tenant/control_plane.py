@@ -117,18 +117,24 @@ def _service_and_address(tenant: TenantConfig,
     k8s_service_resource.go); behind the platform's MetalLB it gets no node ports (MetalLB never
     uses them, and kube-proxy does not filter node ports by source: kubernetes v1.35.4
     pkg/proxy/iptables/proxier.go "nodeports are not subject to loadBalancerSourceRanges"); a
-    tenant with its own network asks for its network's API address.
+    tenant with its own network asks for its control plane's address on the platform's network
+    and advertises its door's (Kamaji 26.8.2-edge `networkProfile.advertiseAddress`: the API
+    server's --advertise-address, kubeadm's control plane endpoint, cluster-info, admin.conf).
     Rationale: docs/design/network-isolation.md."""
     if management is None:
         return {"serviceType": LOAD_BALANCER}, {}
     if management.api_exposure != LOAD_BALANCER:
         return {"serviceType": NODE_PORT}, {"address": management.node_port_address}
     service: dict[str, Any] = {"serviceType": LOAD_BALANCER}
+    address: dict[str, Any] = {}
     if management.is_kind and tenant.own_network:
         service["additionalMetadata"] = {"annotations": own_network.service_annotations(tenant, management)}
+        # Workers, their pods and Konnectivity use the door's address (tenant/door.py), never the
+        # Service's, which only the door reaches.
+        address["advertiseAddress"] = own_network.tenant_network(tenant, management).api_address
     if management.install_metallb:
         service["allocateLoadBalancerNodePorts"] = False
-    return service, {"loadBalancerSourceRanges": source_ranges(tenant, management)}
+    return service, {**address, "loadBalancerSourceRanges": source_ranges(tenant, management)}
 
 
 def _mirrored_images(mirror: str | None) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -3,23 +3,20 @@
 On one shared bridge a tenant who is root on its workers could reach another tenant's control
 plane by routing through that tenant's worker (which forwards, and masquerades what it forwards:
 kind v0.31.0 images/kindnetd/cmd/kindnetd/masq.go) or by taking an unused address of that
-tenant's block. Here each tenant's workers are alone on their network: the other tenants' workers
-are not on the segment to route through, Docker drops what one bridge forwards to another
-(moby v28.5.2 libnetwork/drivers/bridge/internal/iptabler/network.go `setINC`, the
-DOCKER-ISOLATION-STAGE-1/2 chains), and the kind node, attached to every tenant's network to
-answer for the tenant API addresses, filters each attachment by reverse path (rp_filter 1, as an
-endpoint sysctl Docker applies again on every start: moby v28.5.2
-daemon/container_operations.go `validateEndpointSettings`, libnetwork/osl/interface_linux.go
-`setSysctls`; Docker Engine 27.0 and newer), so a packet from another tenant's network that
-claims an address of this one is dropped before any policy sees it.
+tenant's block. Here each tenant's workers are alone on their network with their door
+(tenant/door.py), the only container on both this network and the platform's; Docker drops what
+one bridge forwards to another (moby v28.5.2 libnetwork/drivers/bridge/internal/iptabler/
+network.go `setINC`, the DOCKER-ISOLATION-STAGE-1/2 chains). No platform node is on it: the kind
+node, which unreleased builds before the door attached, is detached by this network's create (it
+would relay between tenant networks and answer on them with every management service).
 
-The tenant API address is the network's own (.250): a MetalLB pool of that one address, usable
-only from the tenant's namespace (`serviceAllocation`), and the Service asks for it by annotation
-(MetalLB v0.15.3 internal/allocator/allocator.go, controller/service.go `metallb.io/loadBalancerIPs`;
-Kamaji 26.8.2-edge copies `controlPlane.service.additionalMetadata` to the Service,
-internal/resources/k8s_service_resource.go). MetalLB answers ARP for it on every interface of the
-kind node, picked up within 10 s of an attachment (v0.15.3 internal/layer2/announcer.go): the
-network is attached before the control plane exists.
+The tenant's control plane has a LoadBalancer address on the platform's network, in the tenant's
+block there (network.NetworkLayout.control_plane_address): a MetalLB pool of that one address,
+usable only from the tenant's namespace (`serviceAllocation`), which the Service asks for by
+annotation (MetalLB v0.15.3 internal/allocator/allocator.go, controller/service.go
+`metallb.io/loadBalancerIPs`; Kamaji 26.8.2-edge copies `controlPlane.service.additionalMetadata`
+to the Service, internal/resources/k8s_service_resource.go), announced by the kind node on the
+platform's network only.
 Rationale: docs/design/network-isolation.md.
 """
 
@@ -36,9 +33,6 @@ from kamaji_hami_platform.shell_templates import Text
 from kamaji_hami_platform.shell_templates import render as render_script
 
 _PACKAGE = "kamaji_hami_platform.tenant"
-# Strict reverse-path filtering on the kind node's interface on the tenant's network (IFNAME is
-# Docker's placeholder for that interface: moby v28.5.2 libnetwork/netlabel/labels.go).
-ENDPOINT_SYSCTLS = "com.docker.network.endpoint.sysctls=net.ipv4.conf.IFNAME.rp_filter=1"
 METALLB_LOAD_BALANCER_IPS = "metallb.io/loadBalancerIPs"
 
 
@@ -58,24 +52,21 @@ def owner(tenant: TenantConfig, management: ManagementConfig) -> str:
 
 def create_script(tenant: TenantConfig, management: ManagementConfig) -> str:
     """Create the network (or accept the one this tenant's create made before: same owner, same
-    subnet) and attach the kind node with strict reverse-path filtering, checked after the attach
-    (an engine before 27.0 would ignore the option: refused, naming the version). Safe to run
-    twice."""
+    subnet), and detach the kind node if an earlier build attached it. Safe to run twice."""
     own = tenant_network(tenant, management)
     return render_script(
         _PACKAGE, "own_network_create.sh", network=network_name(tenant, management),
         bounded_docker=bounded_docker(),
         node=names.kind_node_container(management.name), label=Text(NETWORK_LABEL),
         owner=Text(owner(tenant, management)), tenant=Text(tenant.name), subnet=Text(str(own.subnet)),
-        sysctls=Text(ENDPOINT_SYSCTLS),
         bridge_create=bridge_create_script(
             str(own.subnet), str(own.dynamic_range), str(own.gateway), owner(tenant, management),
             f"management.tenantSubnet (or tenants[name={tenant.name}].addressBlock)"))
 
 
 def delete_script(tenant: TenantConfig, management: ManagementConfig) -> str:
-    """Detach the kind node and remove the network once nothing else is attached; one that is not
-    this tenant's is left alone (a warning); a kind node already gone is fine."""
+    """Remove the network once nothing else is attached (the kind node, if an earlier build
+    attached it, is detached first); one that is not this tenant's is left alone (a warning)."""
     return render_script(
         _PACKAGE, "own_network_delete.sh", network=network_name(tenant, management),
         bounded_docker=bounded_docker(),
@@ -88,12 +79,12 @@ def pool_name(tenant: TenantConfig) -> str:
 
 
 def metallb_objects(tenant: TenantConfig, management: ManagementConfig) -> list[dict[str, Any]]:
-    """The tenant API's address as a MetalLB pool of its own (only the tenant's namespace may use
-    it, never handed out on its own), and its L2 announcement."""
+    """The control plane's address on the platform's network as a MetalLB pool of its own (only the
+    tenant's namespace may use it, never handed out on its own), and its L2 announcement."""
     metadata = {"name": pool_name(tenant), "namespace": METALLB_NAMESPACE}
     return [
         {"apiVersion": METALLB_API_VERSION, "kind": "IPAddressPool", "metadata": metadata,
-         "spec": {"addresses": [f"{tenant_network(tenant, management).api_address}/32"],
+         "spec": {"addresses": [f"{control_plane_address(tenant, management)}/32"],
                   "autoAssign": False,
                   "serviceAllocation": {"namespaces": [tenant.namespace]}}},
         {"apiVersion": METALLB_API_VERSION, "kind": "L2Advertisement", "metadata": metadata,
@@ -103,4 +94,9 @@ def metallb_objects(tenant: TenantConfig, management: ManagementConfig) -> list[
 
 def service_annotations(tenant: TenantConfig, management: ManagementConfig) -> dict[str, str]:
     """What the TenantControlPlane's Service carries: the one address of the tenant's pool."""
-    return {METALLB_LOAD_BALANCER_IPS: tenant_network(tenant, management).api_address}
+    return {METALLB_LOAD_BALANCER_IPS: control_plane_address(tenant, management)}
+
+
+def control_plane_address(tenant: TenantConfig, management: ManagementConfig) -> str:
+    """The control plane's LoadBalancer address: on the platform's network, in the tenant's block."""
+    return network.layout(management.docker_subnet).control_plane_address(tenant.address_block)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,21 @@ NODE_IMAGE = ROOT / "toolchain" / "live" / "node-image"
 MIRROR = "localhost:5001"
 KUBERNETES = "v1.35.4"
 CLUSTER = "khp-mirror"
+HAPROXY = "docker.io/library/haproxy:3.0.11"
+# A tenant door's configuration in small (kamaji_hami_platform/tenant/door.py writes the real one).
+DOOR_CONFIG = """global
+    log stdout format raw local0
+defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 1h
+    timeout server 1h
+frontend api
+    bind 127.0.0.1:6443
+    default_backend api
+backend api
+    server control-plane 127.0.0.2:6443
+"""
 # Families whose source the module proxy does not serve, and what they put in the mirror: with
 # their variable unset, these (and only these) may be missing from it.
 SOURCE_FAMILIES = {
@@ -67,6 +83,7 @@ RUNS = (
         "Check that cert-manager started successfully", "cert-manager"),
     Run("quay.io/metallb/controller:v0.15.3", ("--help",), "Usage of /controller"),
     Run("quay.io/frrouting/frr:10.4.1", ("/usr/lib/frr/zebra", "--version"), "zebra version 10.3"),
+    Run(HAPROXY, ("haproxy", "-v"), "HAProxy version 3.0.11"),
     Run("docker.io/clastix/kamaji:26.8.2-edge", ("--help",), "kubeconfig-generator", "kamaji"),
     Run("docker.io/clastix/kubectl:v1.35", ("version", "--client"), f"Client Version: {KUBERNETES}",
         "kamaji"),
@@ -92,7 +109,7 @@ def _in_mirror(reference: str) -> str:
     return mirrored(reference, MIRROR)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def build(engine: Engine) -> Build:
     """images/build.sh into the session's engine: the mirror's storage is the toolchain cache's."""
     built = subprocess.run(["bash", str(IMAGES / "build.sh"), str(engine.bin), str(engine.root)],
@@ -127,7 +144,8 @@ def test_each_image_runs_its_program_from_the_mirror(engine: Engine, build: Buil
 
 
 def test_images_keep_upstreams_user_entrypoint_and_ports(engine: Engine, build: Build):
-    """CoreDNS: nonroot, /coredns, 53 tcp and udp (its Dockerfile); etcd: CMD etcd, 2379/2380."""
+    """CoreDNS: nonroot, /coredns, 53 tcp and udp (its Dockerfile); etcd: CMD etcd, 2379/2380;
+    HAProxy: docker-library/haproxy's 3.0 Dockerfile (user, entrypoint, cmd, workdir, stop signal)."""
     def config(reference: str) -> dict:
         shown = engine.run("crane", "--insecure", "config", _in_mirror(reference))
         return json.loads(shown.stdout)["config"]
@@ -138,6 +156,46 @@ def test_images_keep_upstreams_user_entrypoint_and_ports(engine: Engine, build: 
     etcd = config("quay.io/coreos/etcd:v3.5.17")
     assert etcd["Cmd"] == ["/usr/local/bin/etcd"] and set(etcd["ExposedPorts"]) == {"2379/tcp", "2380/tcp"}
     assert config(f"registry.k8s.io/kubectl:{KUBERNETES}")["Entrypoint"] == ["/bin/kubectl"]
+    haproxy = config(HAPROXY)
+    assert (haproxy["User"], haproxy["Entrypoint"], haproxy["Cmd"]) == (
+        "haproxy", ["docker-entrypoint.sh"], ["haproxy", "-f", "/usr/local/etc/haproxy/haproxy.cfg"])
+    assert (haproxy["WorkingDir"], haproxy["StopSignal"]) == ("/var/lib/haproxy", "SIGUSR1")
+
+
+def test_haproxy_runs_a_copied_config_as_upstreams_image_does(engine: Engine, build: Build, tmp_path: Path):
+    """As a tenant's door runs it: created with no capabilities, its haproxy.cfg copied in, started
+    with no arguments: the entrypoint runs `haproxy -W -db -f <cfg>` as user haproxy (99); the
+    config checks; SIGUSR1 (the stop signal) ends it gracefully."""
+    image, name = _in_mirror(HAPROXY), "khp-haproxy-probe"
+    config = tmp_path / "haproxy.cfg"
+    config.write_text(DOOR_CONFIG)
+    engine.docker("pull", "-q", image, timeout=300)
+    engine.docker("rm", "-f", name, check=False)
+    try:
+        engine.docker("create", "--name", name, "--network", "none", "--cap-drop", "ALL",
+                      "--security-opt", "no-new-privileges", image)
+        engine.docker("cp", str(config), f"{name}:/usr/local/etc/haproxy/haproxy.cfg")
+        engine.docker("start", name)
+        for _ in range(20):
+            logs = engine.docker("logs", name)
+            if "Loading success." in logs.stdout + logs.stderr:
+                break
+            time.sleep(0.5)
+        assert "Loading success." in logs.stdout + logs.stderr, (logs.stdout, logs.stderr)
+        command = engine.docker("exec", name, "cat", "/proc/1/cmdline").stdout.split("\0")
+        assert command[:-1] == ["haproxy", "-W", "-db", "-f", "/usr/local/etc/haproxy/haproxy.cfg"]
+        status = engine.docker("exec", name, "cat", "/proc/1/status").stdout
+        assert re.search(r"^Uid:\s+99\s+99\s", status, re.MULTILINE), status
+        checked = engine.docker("exec", name, "haproxy", "-c", "-f", "/usr/local/etc/haproxy/haproxy.cfg",
+                                check=False)
+        assert checked.returncode == 0, (checked.stdout, checked.stderr)
+        engine.docker("stop", name, timeout=60)
+        state = engine.docker("inspect", "--format", "{{.State.ExitCode}}", name).stdout.strip()
+        logs = engine.docker("logs", name)
+        assert state == "0" and "All workers exited" in logs.stdout + logs.stderr, (state, logs.stderr)
+    finally:
+        engine.docker("rm", "-f", name, check=False)
+        engine.docker("rmi", image, check=False)
 
 
 @pytest.fixture(scope="module")

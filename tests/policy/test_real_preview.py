@@ -176,6 +176,8 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
                                    "no node ports") for tenant in ("tenant-a", "tenant-b")},
     **{f"{tenant}-{name}": ("added", _OWN_NETWORK) for tenant in ("tenant-a", "tenant-b")
        for name in ("network", "ipaddresspool", "l2advertisement")},
+    **{f"{tenant}-door": ("added", "each tenant reaches its control plane through its door; no platform "
+                          "node on a tenant network (issue 40)") for tenant in ("tenant-a", "tenant-b")},
     **{f"{tenant}-worker-0-leave": ("added", "a worker's drain, before its registration is released")
        for tenant in ("tenant-a", "tenant-b")},
     **{f"{tenant}-kube-proxy-daemonset-kube-system-kube-proxy": ("spec", f"{_LEAVES}; its config hash")

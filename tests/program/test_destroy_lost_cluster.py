@@ -98,9 +98,10 @@ def test_no_kubernetes_object_is_deleted_through_its_provider(deployed):
     calls = make_down_calls(deployed)
     assert {reg.type for _, reg in calls} == {COMMAND}
     with_scripts = sorted(reg.name for _, reg in calls if reg.inputs.get("delete"))
-    assert with_scripts == ["management-kind", "management-network", "tenant-a-network", "tenant-a-worker-0",
-                            "tenant-a-worker-0-leave", "tenant-a-worker-1", "tenant-a-worker-1-leave",
-                            "tenant-b-network", "tenant-b-worker-0", "tenant-b-worker-0-leave"]
+    assert with_scripts == ["management-kind", "management-network", "tenant-a-door", "tenant-a-network",
+                            "tenant-a-worker-0", "tenant-a-worker-0-leave", "tenant-a-worker-1",
+                            "tenant-a-worker-1-leave", "tenant-b-door", "tenant-b-network",
+                            "tenant-b-worker-0", "tenant-b-worker-0-leave"]
 
 
 def test_the_network_goes_after_everything_attached_to_it(deployed):
@@ -109,13 +110,14 @@ def test_the_network_goes_after_everything_attached_to_it(deployed):
     network = next(reg.urn for reg in deployed.registrations if reg.name == "management-network")
     kind = next(reg for reg in deployed.registrations if reg.name == "management-kind")
     for reg in deployed.registrations:
-        if reg.name in ("management-kind", "tenant-a-worker-0", "tenant-a-worker-1", "tenant-b-worker-0"):
+        if reg.name in ("management-kind", "tenant-a-worker-0", "tenant-a-worker-1", "tenant-b-worker-0",
+                        "tenant-a-door", "tenant-b-door"):  # each door is on the platform's network too
             assert network in depends_transitively(deployed, reg), reg.name
     for tenant in ("tenant-a", "tenant-b"):
         own = next(reg for reg in deployed.registrations if reg.name == f"{tenant}-network")
         assert deployed.depends_on(own, kind), "a tenant's network after the kind node (its component's)"
         for reg in deployed.registrations:
-            if re.fullmatch(rf"{tenant}-worker-\d+", reg.name) and reg.type == COMMAND:
+            if re.fullmatch(rf"{tenant}-(worker-\d+|door)", reg.name) and reg.type == COMMAND:
                 assert own.urn in depends_transitively(deployed, reg), reg.name
 
 

@@ -80,6 +80,8 @@ ADDED_SINCE = sorted([*(f"{tenant}-{kind}-kamaji-hami-platform-nodes" for tenant
                       # stack's tenants keep workerNetwork shared (docs/operations/upgrades.md)
                       *(f"{tenant}-{name}" for tenant in ("tenant-a", "tenant-b")
                         for name in ("network", "ipaddresspool", "l2advertisement", "worker-0-leave")),
+                      # each tenant's door (issue 40): the only container on its network and the platform's
+                      *(f"{tenant}-door" for tenant in ("tenant-a", "tenant-b")),
                       # the bounded tenant admin and its credential (kind mode): created by the next up
                       *(f"{tenant}-{name}" for tenant in ("tenant-a", "tenant-b")
                         for name in BOUNDED_ADMIN_RESOURCES)])

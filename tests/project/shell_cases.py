@@ -39,6 +39,7 @@ from kamaji_hami_platform.tenant import (
     admin_access,
     admin_credential,
     control_plane,
+    door,
     host_join,
     host_leave,
     node_join,
@@ -137,6 +138,8 @@ def _tenant_cases(prefix: str, tenant: TenantConfig, management: ManagementConfi
     if management.is_kind and tenant.own_network:
         yield Case(f"{where}/network-create.sh", SH, lambda: own_network.create_script(tenant, management))
         yield Case(f"{where}/network-delete.sh", SH, lambda: own_network.delete_script(tenant, management))
+        yield Case(f"{where}/door-create.sh", SH, lambda: door.create_script(tenant, management, None))
+        yield Case(f"{where}/door-delete.sh", SH, lambda: door.delete_script(tenant, management))
     for host in tenant.hosts:
         yield from _host_cases(where, tenant, host)
     for index in range(0 if tenant.on_hosts else tenant.workers):

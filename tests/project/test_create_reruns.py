@@ -49,8 +49,8 @@ RERUN_TESTS = {
                                  "test_running_it_again_makes_dry_runs_only",
     "management-create-only-<setting>": f"{HERE}::test_a_guards_create_only_prints_and_prints_the_same_again",
     "<tenant>-create-only-<setting>": f"{HERE}::test_a_guards_create_only_prints_and_prints_the_same_again",
-    "<tenant>-network": "tests/tenant/test_own_network.py::TestCreate::"
-                        "test_running_it_again_creates_and_attaches_nothing",
+    "<tenant>-network": "tests/tenant/test_own_network.py::TestCreate::test_running_it_again_creates_nothing",
+    "<tenant>-door": "tests/live/test_door.py::test_running_the_create_again_keeps_the_door",
     "<tenant>-admin-access": "tests/tenant/test_admin_access.py::TestTenantAdminAccess::"
                              "test_running_it_again_only_asks_again_and_removes_its_file_again",
     "<tenant>-tenant-admin-credential": "tests/sim/test_tenant_admin.py::"

@@ -34,8 +34,11 @@ def tcp_pod(tenant: str, ip: str) -> Endpoint:
 
 TCP_A = tcp_pod("tenant-a", "10.244.0.21")
 TCP_B = tcp_pod("tenant-b", "10.244.0.22")
+# Workers, their pods and this host reach a control plane through their tenant's door only
+# (tenant/door.py): what the control plane sees is the door's platform address.
+DOOR_A = Endpoint(None, NET.door_address(0))
+DOOR_B = Endpoint(None, NET.door_address(1))
 WORKER_A = Endpoint(None, OWN_A.worker_address(0))
-LAST_WORKER_A = Endpoint(None, OWN_A.worker_address(98))
 WORKER_B = Endpoint(None, OWN_B.worker_address(0))  # also every pod of tenant B's cluster
 HOST = Endpoint(None, str(OWN_A.gateway))                        # this host, on A's network
 HOST_ON_B = Endpoint(None, str(OWN_B.gateway))                   # ... and on B's
@@ -43,7 +46,7 @@ HOST_ON_PLATFORM = Endpoint(None, str(NET.gateway))
 KIND_NODE_ROOT = Endpoint(None, "172.30.0.2", node_root=True)   # the kubelet's probes, docker exec
 KIND_NODE_OTHER = Endpoint(None, "172.30.0.2")                   # a non-root hostNetwork pod
 STRAY_CONTAINER = Endpoint(None, "172.30.0.9")                   # anything else on the platform's network
-OLD_BLOCK_A = Endpoint(None, NET.worker_address(0, 0))           # A's block on the shared network
+OLD_BLOCK_A = Endpoint(None, NET.worker_address(0, 5))           # A's shared block, not its door
 KAMAJI = Endpoint("kamaji-system", "10.244.0.30", {"app.kubernetes.io/name": "kamaji"})
 ETCD = Endpoint("kamaji-system", "10.244.0.31", {"app.kubernetes.io/name": "kamaji-etcd"})
 COREDNS = Endpoint("kube-system", "10.244.0.3", {"k8s-app": "kube-dns"})
@@ -53,25 +56,26 @@ OTHER_APP = Endpoint("default", "10.244.0.50", {"app": "web"})
 
 
 @pytest.mark.parametrize(("source", "destination", "port", "protocol"), [
-    (WORKER_A, TCP_A, 6443, "TCP"),           # kubelet, kubeadm join, A's pods through their worker
-    (WORKER_A, TCP_A, 8132, "TCP"),           # konnectivity agent
-    (LAST_WORKER_A, TCP_A, 6443, "TCP"),      # the 99th worker too
-    (HOST, TCP_A, 6443, "TCP"),               # the host that runs Pulumi
+    (DOOR_A, TCP_A, 6443, "TCP"),             # kubelet, kubeadm join, A's pods, the host: A's door
+    (DOOR_A, TCP_A, 8132, "TCP"),             # konnectivity agent
     (KIND_NODE_ROOT, TCP_A, 10257, "TCP"),    # the kubelet's probes of controller-manager
     (KAMAJI, TCP_A, 6443, "TCP"),             # Kamaji controller
     (TCP_A, ETCD, 2379, "TCP"),               # datastore
     (TCP_A, COREDNS, 53, "UDP"),              # DNS
     (PROBE_A, TCP_A, 6443, "TCP"),            # in-namespace tooling reaches its own plane
-    (WORKER_B, TCP_B, 6443, "TCP"),           # ... and B's own workers B's
+    (DOOR_B, TCP_B, 6443, "TCP"),             # ... and B's own door B's
 ])
 def test_flows_a_control_plane_needs_are_allowed(policies, source, destination, port, protocol):
     assert allowed(policies, source, destination, port, protocol)
 
 
 @pytest.mark.parametrize(("source", "destination", "port"), [
-    (WORKER_B, TCP_A, 6443),    # tenant B's nodes, and every pod of B's cluster
-    (WORKER_B, TCP_A, 8132),
-    (WORKER_A, TCP_B, 6443),    # ... in either direction
+    (DOOR_B, TCP_A, 6443),      # tenant B's door: B's nodes, every pod of B's cluster
+    (DOOR_B, TCP_A, 8132),
+    (DOOR_A, TCP_B, 6443),      # ... in either direction
+    (WORKER_A, TCP_A, 6443),    # A's own workers, not through A's door (not on the platform's network)
+    (WORKER_B, TCP_A, 6443),
+    (HOST, TCP_A, 6443),        # this host on A's network, not through A's door
     (TCP_B, TCP_A, 6443),       # another tenant's control plane
     (PROBE_B, TCP_A, 6443),     # any pod in another tenant's namespace
     (PROBE_A, TCP_B, 6443),
@@ -81,7 +85,7 @@ def test_flows_a_control_plane_needs_are_allowed(policies, source, destination, 
     (HOST_ON_B, TCP_A, 6443),        # B's network's gateway address (claimed by B: see the paths test)
     (HOST_ON_PLATFORM, TCP_A, 6443),  # the platform network's: A's API is on A's network
     (OLD_BLOCK_A, TCP_A, 6443),      # A's block on the shared network is no longer A's
-    (WORKER_A, TCP_A, 2379),    # only the API and tunnel ports are open
+    (DOOR_A, TCP_A, 2379),      # only the API and tunnel ports are open
     (TCP_A, KAMAJI, 8443),      # control plane egress only to the datastore and DNS
     (TCP_A, Endpoint(None, "1.1.1.1"), 443),
     (PROBE_A, ETCD, 2379),      # tooling in the namespace cannot reach the datastore
