@@ -105,9 +105,9 @@ def test_a_worker_reaches_its_control_plane_through_the_door(engine: Engine, doo
 
 def test_the_door_says_what_it_is_and_reads_its_settings_back(engine: Engine, doorway):
     assert f"door {doorway['name']}: {doorway['api']}" in doorway["created"]
-    assert "(no forwarding, rp_filter 1)" in doorway["created"]
+    assert "(no forwarding, rp_filter 1, no IPv6)" in doorway["created"]
     for path, value in (("net/ipv4/ip_forward", "0"), ("net/ipv4/conf/all/rp_filter", "1"),
-                        ("net/ipv6/conf/all/disable_ipv6", "1")):
+                        ("net/ipv6/conf/eth0/disable_ipv6", "1"), ("net/ipv6/conf/eth1/disable_ipv6", "1")):
         assert engine.docker("exec", doorway["name"], "cat", f"/proc/sys/{path}").stdout.strip() == value
     status = engine.docker("exec", doorway["name"], "cat", "/proc/1/status").stdout
     assert re.search(r"^CapEff:\s+0+$", status, re.M), status
@@ -179,5 +179,5 @@ def test_running_the_create_again_keeps_the_door(engine: Engine, doorway, platfo
     tenant, management = platform.tenants[0], platform.management
     started = engine.docker("inspect", "--format", "{{.State.StartedAt}}", doorway["name"]).stdout
     again = sh(engine, door.create_script(tenant, management, MIRROR))
-    assert "(no forwarding, rp_filter 1)" in again.stdout
+    assert "(no forwarding, rp_filter 1, no IPv6)" in again.stdout
     assert engine.docker("inspect", "--format", "{{.State.StartedAt}}", doorway["name"]).stdout == started

@@ -40,8 +40,7 @@ def test_the_container_has_no_privilege_and_never_forwards(dev):
     assert args[args.index("--cap-drop") + 1] == "ALL"
     assert args[args.index("--security-opt") + 1] == "no-new-privileges"
     sysctls = {args[i + 1] for i, arg in enumerate(args) if arg == "--sysctl"}
-    assert sysctls == {"net.ipv4.ip_forward=0", "net.ipv4.conf.all.rp_filter=1",
-                       "net.ipv6.conf.all.disable_ipv6=1"}
+    assert sysctls == {"net.ipv4.ip_forward=0", "net.ipv4.conf.all.rp_filter=1"}
     assert args[args.index("--network") + 1] == "kamaji-hami-tenant-a"
     assert args[args.index("--ip") + 1] == "172.24.0.250"
     assert args[-1] == "docker.io/library/haproxy:3.0.11"

@@ -68,6 +68,11 @@ class TestCreate:
         assert f"network disconnect --force {NETWORK} {NODE}" in calls(state)
         assert f"kind node {NODE} detached from {NETWORK}" in result.stdout
 
+    def test_a_network_with_ipv6_is_refused(self, dev, tmp_path):
+        """Created without IPv6, unless the daemon's default network options turn it on."""
+        result = run(own_network.create_script(*dev), with_kind_node(tmp_path), FAKE_NETWORK_IPV6="1")
+        assert result.returncode == 1 and "has IPv6 enabled" in result.stderr
+
     def test_a_network_of_that_name_that_is_not_this_tenant_s_is_refused(self, dev, tmp_path):
         state = with_kind_node(tmp_path)
         (state / "networks").mkdir(parents=True)

@@ -46,5 +46,10 @@ forwarding=$(docker exec "$name" cat /proc/sys/net/ipv4/ip_forward)
 filter=$(docker exec "$name" cat /proc/sys/net/ipv4/conf/all/rp_filter)
 [ "$forwarding" = 0 ] || fail "it forwards IP packets (net.ipv4.ip_forward $forwarding)"
 [ "$filter" = 1 ] || fail "it does not filter by reverse path (net.ipv4.conf.all.rp_filter $filter)"
+# IPv6 off on each of its interfaces (none at all on a host without IPv6).
+ipv6=$(docker exec "$name" sh -c 'for f in /proc/sys/net/ipv6/conf/eth*/disable_ipv6; do [ -e "$f" ] && cat "$f"; done; true')
+case "$ipv6" in
+  *0*) fail "IPv6 is on on one of its interfaces: this Docker Engine does not disable it on IPv4-only networks" ;;
+esac
 trap - EXIT
-echo "door $name: @tenant_address@ on @tenant_network@ to the control plane through @platform_address@ on @platform_network@ (no forwarding, rp_filter 1)"
+echo "door $name: @tenant_address@ on @tenant_network@ to the control plane through @platform_address@ on @platform_network@ (no forwarding, rp_filter 1, no IPv6)"

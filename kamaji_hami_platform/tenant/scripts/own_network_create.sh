@@ -23,6 +23,13 @@ else
   esac
 @bridge_create@
 fi
+# IPv4 only: Docker then disables IPv6 on every container's interface to it (a daemon whose
+# default network options turn IPv6 on would leave a way around the IPv4 rules).
+if [ "$(docker network inspect --format '{{ .EnableIPv6 }}' "$network")" != false ]; then
+  echo "Docker network $network has IPv6 enabled (the daemon's default network options?):" \
+    "tenant networks must be IPv4 only; remove it and the daemon's IPv6 default, then run again" >&2
+  exit 1
+fi
 # No platform node on a tenant's network: an earlier build attached the kind node here.
 attached=$(docker network inspect --format '{{ range $id, $c := .Containers }}{{ $c.Name }} {{ end }}' "$network")
 case " $attached " in
