@@ -171,8 +171,9 @@ MANAGEMENT = Section("management", "The management cluster (kind on this machine
           default=_MANAGEMENT_DEFAULTS.docker_subnet,
           cidr_prefix=(network.MIN_PREFIX, network.MAX_PREFIX)),
     Field("tenantSubnet", "string", "kind: IPv4 subnet the tenants' own Docker networks are cut from, "
-          "/16 to /24, a /24 each (tenants[i].addressBlock picks which): the gateway and the kind node in "
-          "its first 16 addresses, worker i at .16+i, the tenant API at .250; must not overlap dockerSubnet, "
+          "/16 to /24, a /24 each (tenants[i].addressBlock picks which): the gateway in its first 16 "
+          "addresses, worker i at .16+i, the tenant's door (its API address) at .250; must not overlap "
+          "dockerSubnet, "
           "any tenant or management CIDR or another Docker network of the host",
           default=_MANAGEMENT_DEFAULTS.tenant_subnet,
           cidr_prefix=(network.MIN_PREFIX, network.MAX_TENANT_SUBNET_PREFIX)),
@@ -321,8 +322,10 @@ TENANT = Section("tenant", "One tenant: its control plane, networks, workers and
     Field("gpuQuotas", "object", "namespace of the tenant cluster -> its GPU quota", nullable=True,
           ref="gpuQuotas"),
     Field("addressBlock", "integer", "kind: which /24 of management.tenantSubnet is this tenant's own "
-          "network (workerNetwork own), or which block of 128 worker addresses of the shared Docker network "
-          "(workerNetwork shared); what its control plane admits (default: its position in tenants); "
+          "network (workerNetwork own; the block of that number of the platform's Docker network holds its "
+          "door and its control plane's address), or which block of 128 worker addresses of the shared "
+          "Docker network (workerNetwork shared); what its control plane admits (default: its position in "
+          "tenants); "
           "create-only: pin it before removing or inserting a tenant ahead of this one", minimum=0),
     Field("workerNetwork", "string", "kind: own (a Docker network of the tenant's own, shared with no "
           "other tenant: the isolation that holds against a tenant who is root on its workers) or shared "

@@ -244,6 +244,8 @@ class KamajiTenant(pulumi.ComponentResource):
         if management_settings.is_kind and tenant.own_network:
             self.own_network, self.api_address_pool = self._own_network(
                 name, management_settings, on_management, after=self.create_only)
+            # On the platform's network too: after it when given (else after the component's own
+            # depends_on, the management cluster, as every child).
             on_platform = ((platform_network.ordering or (platform_network.resource,))
                            if platform_network else ())
             self.door = self._door(name, management_settings, mirror, [self.own_network, *on_platform])
@@ -265,7 +267,9 @@ class KamajiTenant(pulumi.ComponentResource):
             interpreter=local_shell.SH,
             environment={node_join.KUBECONFIG_ENV: self.kubeconfig},
             triggers=[self.control_plane_uid],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.control_plane]))
+            # The tenant provider below reaches the API through the door (kind, own network).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.control_plane,
+                                                                 *([self.door] if self.door else [])]))
         self.provider = kubernetes.Provider(
             f"{name}-k8s", kubeconfig=self.kubeconfig,
             # A changed ConfigMap is updated in place, never deleted and re-created under its

@@ -46,18 +46,28 @@ ROLE = "door"
 # ["haproxy", "-f", "/usr/local/etc/haproxy/haproxy.cfg"]).
 CONFIG_DIR = "/usr/local/etc/haproxy"
 CONFIG_FILE = "haproxy.cfg"
-# The door's network namespace: it never forwards, and filters by reverse path on every interface
-# (the kernel takes the larger of `all` and the interface's value). IPv6 is already off on its
-# interfaces (Docker disables it on a container's interface to an IPv4-only network); the create
-# reads that back rather than set it, which would fail on a host booted without IPv6.
+# The door's network namespace: it never forwards, and filters by reverse path on every interface.
+# The kernel takes the larger of `all` and the interface's value, and an interface copies `default`
+# when it is made, after these are set (moby v28.5.2 daemon/start.go: the task, then its networks):
+# so both, or a host default of 2 (Ubuntu's, systemd's) would leave the door loose. IPv6 is already
+# off on its interfaces (Docker disables it on a container's interface to an IPv4-only network);
+# the create reads that back rather than set it, which would fail on a host booted without IPv6.
+# TCP keepalives after 5 idle minutes find a dead peer long before HAProxy's idle timeout.
 SYSCTLS = {
     "net.ipv4.ip_forward": "0",
     "net.ipv4.conf.all.rp_filter": "1",
+    "net.ipv4.conf.default.rp_filter": "1",
+    "net.ipv4.tcp_keepalive_time": "300",
 }
-# Long-lived idle connections are the rule here (watches, Konnectivity's tunnels): an hour idle.
-TIMEOUTS = {"connect": "5s", "client": "1h", "server": "1h"}
-MAX_CONNECTIONS = 4096
-MEMORY = "128m"
+# Idle connections are the rule here: watches, and Konnectivity's tunnels, whose own keepalive is an
+# hour (apiserver-network-proxy's agent KeepaliveTime): a day idle, dead peers found by keepalives.
+TIMEOUTS = {"connect": "5s", "client": "24h", "server": "24h", "client-fin": "30s", "server-fin": "30s"}
+# A busy connection costs HAProxy some 33 kB (its configuration manual, `maxconn`): 2000 of them fit
+# the memory limit. Two threads, whatever the host's CPUs (HAProxy starts one per CPU, up to 64,
+# and the pids limit counts threads).
+MAX_CONNECTIONS = 2000
+THREADS = 2
+MEMORY = "256m"
 PIDS = 64
 
 
@@ -97,8 +107,14 @@ def haproxy_config(tenant: TenantConfig, management: ManagementConfig) -> str:
         "global",
         "    log stdout format raw local0",
         f"    maxconn {MAX_CONNECTIONS}",
+        f"    nbthread {THREADS}",
         "defaults",
         "    mode tcp",
+        "    log global",
+        "    option tcplog",
+        "    option dontlognull",
+        "    option clitcpka",
+        "    option srvtcpka",
         *(f"    timeout {name} {value}" for name, value in TIMEOUTS.items()),
     ]
     for name, port in ports(tenant).items():

@@ -187,6 +187,7 @@ def run_probe(client: Any, namespace: str, targets: dict[str, str], port: int = 
 
 
 POLICY_DROP = "closed:timeout"
+KUBELET_PORT = 10250
 
 
 def cross_tenant_credentials(live: LiveStack, own: str, other: str) -> str:
@@ -272,10 +273,11 @@ def test_tc02_isolation_between_tenants(live: LiveStack, namespaces):
 
 def root_on_worker_probes(live: LiveStack, own: str, other: str) -> dict[str, str]:
     """As root on `own`'s worker (a privileged host-network pod can do as much): send to
-    `other`'s API through `other`'s worker, through the kind node and this host (each on `own`'s
-    network), and from an address of `other`'s network (an unused worker address, its gateway's).
-    Every one is dropped. Positive controls, the same moves toward `own`'s own API: the relay
-    through the kind node and a spare address of `own`'s network both connect."""
+    `other`'s API through `other`'s worker and this host, to `other`'s control plane address, the
+    kind node's API server and kubelet through `own`'s door (which forwards nothing), and from an
+    address of `other`'s network (an unused worker address, its gateway's). Every one is dropped.
+    Positive controls: `own`'s API straight to its door, and from a spare address of `own`'s
+    network (the door admits its whole network)."""
     management = live.platform.management
     attacker, victim = live.tenant(own), live.tenant(other)
     for tenant in (attacker, victim):
@@ -286,23 +288,28 @@ def root_on_worker_probes(live: LiveStack, own: str, other: str) -> dict[str, st
     worker = live.outputs["tenants"][own]["nodes"][0]
     mine, theirs = endpoint_address(live, own), endpoint_address(live, other)
     home, away = (own_network.tenant_network(t, management) for t in (attacker, victim))
-    kind_node = kind_node_address(control_plane_container(management),
-                                  own_network.network_name(attacker, management))
+    kind_node = kind_node_address(control_plane_container(management), management.docker_network)
+    their_plane = own_network.control_plane_address(victim, management)
     found: dict[str, str] = {}
     for port in (API_PORT, KONNECTIVITY_PORT):
-        for label, address, mode, via, expected in (
-            ("own, via the kind node", mine, "relay", kind_node, "open"),
-            ("own, from a spare address", mine, "forged", home.worker_address(attacker.workers), "open"),
-            ("via its worker", theirs, "relay", node_join.Worker(victim, 0, management).address, POLICY_DROP),
-            ("via the kind node", theirs, "relay", kind_node, POLICY_DROP),
-            ("via this host", theirs, "relay", str(home.gateway), POLICY_DROP),
-            ("from an unused address of its network", theirs, "forged",
+        for label, address, target_port, mode, via, expected in (
+            ("own, through its door", mine, port, "relay", mine, "open"),
+            ("own, from a spare address", mine, port, "forged", home.worker_address(attacker.workers),
+             "open"),
+            ("via its worker", theirs, port, "relay", node_join.Worker(victim, 0, management).address,
+             POLICY_DROP),
+            ("via this host", theirs, port, "relay", str(home.gateway), POLICY_DROP),
+            ("its control plane, via the own door", their_plane, port, "relay", mine, POLICY_DROP),
+            ("the kind node's API server, via the own door", kind_node, API_PORT, "relay", mine, POLICY_DROP),
+            ("the kind node's kubelet, via the own door", kind_node, KUBELET_PORT, "relay", mine,
+             POLICY_DROP),
+            ("from an unused address of its network", theirs, port, "forged",
              away.worker_address(victim.workers), POLICY_DROP),
-            ("from its gateway's address", theirs, "forged", str(away.gateway), POLICY_DROP),
+            ("from its gateway's address", theirs, port, "forged", str(away.gateway), POLICY_DROP),
         ):
-            found[f"{label}:{port}"] = root_probe(worker, address, port, mode, via)
+            found[f"{label}:{port}"] = root_probe(worker, address, target_port, mode, via)
             assert found[f"{label}:{port}"] == expected, \
-                f"root on {worker} -> {address}:{port} {label}: {found}"
+                f"root on {worker} -> {address}:{target_port} {label}: {found}"
     return found
 
 

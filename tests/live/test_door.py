@@ -107,6 +107,7 @@ def test_the_door_says_what_it_is_and_reads_its_settings_back(engine: Engine, do
     assert f"door {doorway['name']}: {doorway['api']}" in doorway["created"]
     assert "(no forwarding, rp_filter 1, no IPv6)" in doorway["created"]
     for path, value in (("net/ipv4/ip_forward", "0"), ("net/ipv4/conf/all/rp_filter", "1"),
+                        ("net/ipv4/conf/eth0/rp_filter", "1"), ("net/ipv4/conf/eth1/rp_filter", "1"),
                         ("net/ipv6/conf/eth0/disable_ipv6", "1"), ("net/ipv6/conf/eth1/disable_ipv6", "1")):
         assert engine.docker("exec", doorway["name"], "cat", f"/proc/sys/{path}").stdout.strip() == value
     status = engine.docker("exec", doorway["name"], "cat", "/proc/1/status").stdout

@@ -44,12 +44,13 @@ def api(platform) -> Iterator[TenantApi]:
         yield running
 
 
-def test_each_tenant_s_api_address_pool_and_announcement_are_admitted(api, platform):
+def test_each_tenant_s_control_plane_address_pool_and_announcement_are_admitted(api, platform):
     objects = [obj for tenant in platform.tenants
                for obj in own_network.metallb_objects(tenant, platform.management)]
     api.apply(objects)
     pool = api.get("ipaddresspool", "tenant-tenant-b", "-n", management_render.METALLB_NAMESPACE)
-    assert pool["spec"]["addresses"] == ["172.24.1.250/32"]
+    # tenant-b's control plane: its block (1) of the platform's network, the block's second address
+    assert pool["spec"]["addresses"] == ["172.30.64.130/32"]
     assert pool["spec"]["autoAssign"] is False
     assert pool["spec"]["serviceAllocation"] == {"namespaces": ["tenant-b"]}
 

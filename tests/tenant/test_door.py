@@ -27,6 +27,19 @@ def test_it_listens_on_the_tenant_address_only_and_forwards_each_port_to_the_con
     assert "    mode tcp\n" in config
 
 
+def test_its_threads_stay_within_its_pids_limit_on_any_host(dev):
+    """HAProxy starts a thread per CPU (up to 64) unless told; the pids limit counts threads."""
+    config = door.haproxy_config(*dev)
+    assert f"    nbthread {door.THREADS}\n" in config and door.THREADS + 1 < door.PIDS // 2
+
+
+def test_idle_tunnels_outlive_konnectivity_s_keepalive_and_connections_are_logged(dev):
+    config = door.haproxy_config(*dev)
+    assert "    timeout client 24h\n" in config and "    timeout server 24h\n" in config
+    assert "    option clitcpka\n" in config and "    option srvtcpka\n" in config
+    assert "    log global\n" in config and "    option tcplog\n" in config
+
+
 def test_it_refuses_every_source_outside_the_tenant_network(dev):
     """Its tenant address is local to it, so the kernel delivers a packet for it from the platform
     side too: HAProxy, not the route, keeps the platform's network out."""
@@ -40,7 +53,10 @@ def test_the_container_has_no_privilege_and_never_forwards(dev):
     assert args[args.index("--cap-drop") + 1] == "ALL"
     assert args[args.index("--security-opt") + 1] == "no-new-privileges"
     sysctls = {args[i + 1] for i, arg in enumerate(args) if arg == "--sysctl"}
-    assert sysctls == {"net.ipv4.ip_forward=0", "net.ipv4.conf.all.rp_filter=1"}
+    # `default` too: an interface copies it when made, after the sysctls (moby v28.5.2 daemon/
+    # start.go), and the kernel takes the larger of `all` and the interface's value.
+    assert sysctls == {"net.ipv4.ip_forward=0", "net.ipv4.conf.all.rp_filter=1",
+                       "net.ipv4.conf.default.rp_filter=1", "net.ipv4.tcp_keepalive_time=300"}
     assert args[args.index("--network") + 1] == "kamaji-hami-tenant-a"
     assert args[args.index("--ip") + 1] == "172.24.0.250"
     assert args[-1] == "docker.io/library/haproxy:3.0.11"

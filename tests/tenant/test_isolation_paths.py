@@ -90,7 +90,7 @@ def rendered_door(tenant, config: PlatformConfig, segments: dict[str, Segment]) 
     sysctls = {args[i + 1] for i, arg in enumerate(args) if arg == "--sysctl"}
     return Door(name, tenant_segment, (binds[0][0], tuple(int(port) for _, port in binds)),
                 ipaddress.IPv4Network(admits.pop()), "net.ipv4.ip_forward=0" not in sysctls,
-                "net.ipv4.conf.all.rp_filter=1" in sysctls)
+                {"net.ipv4.conf.all.rp_filter=1", "net.ipv4.conf.default.rp_filter=1"} <= sysctls)
 
 
 def unused_address_of(config: PlatformConfig, tenant_index: int) -> str:
