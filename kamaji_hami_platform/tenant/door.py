@@ -134,7 +134,8 @@ def docker_create_args(tenant: TenantConfig, management: ManagementConfig, mirro
     after (`docker create` takes one network with a fixed address)."""
     sysctls = [arg for key, value in SYSCTLS.items() for arg in ("--sysctl", f"{key}={value}")]
     return [
-        "--name", container_name(tenant, management), "--hostname", container_name(tenant, management),
+        # No --hostname: the name may be longer than a host name may be (63).
+        "--name", container_name(tenant, management),
         "--network", own_network.network_name(tenant, management), "--ip", tenant_address(tenant, management),
         *sysctls,
         "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
