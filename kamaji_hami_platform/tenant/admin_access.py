@@ -29,6 +29,7 @@ from kamaji_hami_platform.management.render import (
 )
 from kamaji_hami_platform.shell_templates import Shell, Text
 from kamaji_hami_platform.shell_templates import render as render_script
+from kamaji_hami_platform.tenant import door
 from kamaji_hami_platform.tenant.control_plane import api_port
 from kamaji_hami_platform.tenant.node_join import KUBECONFIG_ENV
 
@@ -96,7 +97,7 @@ def network_hint(tenant: TenantConfig, management: ManagementConfig) -> str:
                 " the pods see a management node's address, so apiClientCidrs must hold the management"
                 f" nodes' network). Check the address: {service}")
     if tenant.own_network:
-        door_name = f"{management.name}-{tenant.name}-door"
+        door_name = door.container_name(tenant, management)
         return (f"The kind node reaches the tenant API at its Service's cluster address; its workers and"
                 f" this host through its door {door_name} on {management.docker_network}-{tenant.name}."
                 f" Check the Service: {service}; the door: docker logs {door_name}")
