@@ -37,7 +37,7 @@ from kamaji_hami_platform.shell_templates import Shell, Text
 from kamaji_hami_platform.shell_templates import render as render_script
 from kamaji_hami_platform.tenant import own_network
 from kamaji_hami_platform.tenant.control_plane import api_port, konnectivity_port
-from kamaji_hami_platform.tenant.node_join import PLATFORM_LABEL, TENANT_LABEL
+from kamaji_hami_platform.tenant.node_join import PLATFORM_LABEL, TENANT_LABEL, container_lookup
 
 _PACKAGE = "kamaji_hami_platform.tenant"
 ROLE_LABEL = "io.kamaji-hami-platform/role"
@@ -162,7 +162,7 @@ def create_script(tenant: TenantConfig, management: ManagementConfig, mirror: st
     return render_script(
         _PACKAGE, "door_create.sh", bounded_docker=bounded_docker(), name=name,
         create_args=Shell(create_args),
-        cluster_label=Text(PLATFORM_LABEL), cluster=management.name, tenant=Text(tenant.name),
+        lookup=container_lookup(management.name, "door"), tenant=Text(tenant.name),
         platform_network=management.docker_network,
         platform_address=platform_address(tenant, management),
         tenant_network=own_network.network_name(tenant, management),
@@ -174,5 +174,5 @@ def create_script(tenant: TenantConfig, management: ManagementConfig, mirror: st
 def delete_script(tenant: TenantConfig, management: ManagementConfig) -> str:
     """Remove the door; one already gone is fine; one that is not this stack's is left alone."""
     return render_script(_PACKAGE, "door_delete.sh", bounded_docker=bounded_docker(),
-                         name=container_name(tenant, management), cluster_label=Text(PLATFORM_LABEL),
-                         cluster=management.name)
+                         name=container_name(tenant, management),
+                         lookup=container_lookup(management.name, "door"))

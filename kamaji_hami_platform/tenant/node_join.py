@@ -172,12 +172,13 @@ def _inner_join_script(node: str, kubeconfig: str = CONTAINER_KUBECONFIG) -> str
         ready_interval=ready_interval, ready_bound=ready_attempts * ready_interval)
 
 
-def _container_lookup(cluster: str) -> Shell:
-    """Shell that sets $owner and $running ("absent", "true" or "false") for container $name.
-    Only Docker's "No such container" means absent; any other failure stops the script
-    (`docker container inspect`: a plain inspect also matches images, volumes, networks)."""
-    return Shell(render_script(_PACKAGE, "worker_lookup.sh", cluster_label=Text(PLATFORM_LABEL),
-                               cluster=cluster))
+def container_lookup(cluster: str, what: str = "worker") -> Shell:
+    """Shell that defines `lookup`, which sets $owner, $running ("absent", "true" or "false") and
+    $foreign (non-empty: another cluster's) for container $name, the `what` of a message. Only
+    Docker's "No such container" means absent; any other failure stops the script (`docker
+    container inspect`: a plain inspect also matches images, volumes, networks)."""
+    return Shell(render_script(_PACKAGE, "container_lookup.sh", cluster_label=Text(PLATFORM_LABEL),
+                               cluster=cluster, what=Text(what)))
 
 
 def no_proxy_extra(worker: Worker) -> list[str]:
@@ -203,7 +204,7 @@ def create_script(worker: Worker) -> str:
         _PACKAGE, "worker_create.bash", name=worker.name, bounded_docker=bounded_docker(),
         timed_out=docker_calls.TIMED_OUT,
         redact=Shell(REDACT_SED),
-        lookup=_container_lookup(worker.management.name),
+        lookup=container_lookup(worker.management.name),
         proxy_flags=docker_host.proxy_script(no_proxy_extra(worker)),
         run_args=Shell(" ".join(shlex.quote(arg) for arg in docker_run_args(worker)[:-1])),
         host_flags_env=Text(docker_host.HOST_FLAGS_ENV), image=worker.image,
@@ -244,7 +245,7 @@ def drain_script(worker: Worker) -> str:
     kubeconfig = "/tmp/tenant-admin.conf"
     return render_script(
         _PACKAGE, "worker_drain.bash", name=worker.name, bounded_docker=bounded_docker(),
-        lookup=_container_lookup(worker.management.name), skip_drain_env=Text(SKIP_DRAIN_ENV),
+        lookup=container_lookup(worker.management.name), skip_drain_env=Text(SKIP_DRAIN_ENV),
         api_unreachable=API_UNREACHABLE, kubeconfig_env=Text(KUBECONFIG_ENV), kubeconfig=Text(kubeconfig),
         leave=_inner_delete_script(worker.name, kubeconfig), removed=REMOVED, redact=Shell(REDACT_SED),
         drain_failed=DRAIN_FAILED, tenant=worker.tenant.name,
@@ -264,7 +265,7 @@ def delete_script(worker: Worker) -> str:
     kubeconfig = "/tmp/tenant-admin.conf"
     return render_script(
         _PACKAGE, "worker_delete.bash", name=worker.name, bounded_docker=bounded_docker(),
-        lookup=_container_lookup(worker.management.name),
+        lookup=container_lookup(worker.management.name),
         cluster=Text(worker.management.name), skip_drain_env=Text(SKIP_DRAIN_ENV),
         api_unreachable=API_UNREACHABLE,
         kubeconfig_env=Text(KUBECONFIG_ENV), kubeconfig=Text(kubeconfig),

@@ -3,15 +3,9 @@ command -v docker >/dev/null || { echo "docker is not installed or not on PATH" 
 @bounded_docker@
 name=@name@
 fail() { echo "door $name of tenant @tenant@: $1" >&2; exit 1; }
-if info=$(docker container inspect --format '{{ index .Config.Labels "@cluster_label@" }}|{{ .State.Running }}' "$name" 2>&1); then
-  owner=${info%|*} running=${info##*|}
-  [ "$owner" = @cluster@ ] || fail "a container of that name exists and is not this platform's (its cluster label: '$owner'): remove or rename it"
-else
-  case "$info" in
-    *"No such container"*) running=absent ;;
-    *) fail "cannot inspect its container (is Docker running?): $info" ;;
-  esac
-fi
+@lookup@
+lookup
+[ -z "$foreign" ] || fail "a container of that name exists and is not this platform's (its cluster label: '$owner'): remove or rename it"
 # The door keeps no state: from here on a failure removes it, and the next run makes it again.
 trap 'docker rm -f "$name" >/dev/null 2>&1 || true' EXIT
 if [ "$running" = absent ]; then

@@ -4,7 +4,7 @@ lookup() {
   else
     case "$info" in
       *"No such container"*) owner=""; running=absent ;;
-      *) echo "worker $name: cannot inspect its container (is Docker running?): $info" >&2; exit 1 ;;
+      *) echo "@what@ $name: cannot inspect its container (is Docker running?): $info" >&2; exit 1 ;;
     esac
   fi
   if [ "$running" != absent ] && [ "$owner" != @cluster@ ]; then
