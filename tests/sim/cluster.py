@@ -168,6 +168,23 @@ class TenantApi:
             raise AssertionError(result.stderr)
         return json.loads(result.stdout)
 
+    def wait_established(self, crds: list[dict[str, Any]], timeout: float = 60.0) -> None:
+        """Wait until each CRD is served. Polls the Established condition itself: `kubectl wait
+        --for=condition=established` fails at once ("accessor error: <nil>") when it reads the CRD
+        before the API server wrote any condition, a race CI met."""
+        deadline = time.monotonic() + timeout
+        for crd in crds:
+            name = crd["metadata"]["name"]
+            while not _established(self.get("crd", name)):
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"CRD {name} not established after {timeout:.0f} s")
+                time.sleep(0.2)
+
+
+def _established(crd: dict[str, Any]) -> bool:
+    conditions = crd.get("status", {}).get("conditions") or []
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
 
 def _kubeconfig(url: str, user: dict[str, Any]) -> dict[str, Any]:
     return {

@@ -35,10 +35,7 @@ def api(platform) -> Iterator[TenantApi]:
     crds = metallb_crds("sim")
     with tenant_api(platform.tenants[0], bin_dir) as running:
         running.apply(crds)
-        for crd in crds:
-            result = running.kubectl("wait", "--for=condition=established", "--timeout=60s",
-                                     f"crd/{crd['metadata']['name']}")
-            assert result.returncode == 0, result.stderr
+        running.wait_established(crds)
         running.apply([{"apiVersion": "v1", "kind": "Namespace",
                         "metadata": {"name": management_render.METALLB_NAMESPACE}}])
         yield running

@@ -48,9 +48,7 @@ def api(platform) -> Iterator[TenantApi]:
     crd = kamaji_crd()
     with tenant_api(platform.tenants[0], bin_dir) as running:
         running.apply([crd])
-        result = running.kubectl("wait", "--for=condition=established", "--timeout=60s",
-                                 f"crd/{crd['metadata']['name']}")
-        assert result.returncode == 0, result.stderr
+        running.wait_established([crd])
         running.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": tenant.namespace}}
                        for tenant in platform.tenants])
         yield running
