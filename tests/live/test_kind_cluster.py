@@ -4,8 +4,10 @@ are unchanged (build.sh's node-<key>.tar: a warm run loads it in seconds, a cold
 piece, about 20 minutes on 2 cores with empty caches), a cluster of one node is created in the
 engine's namespace with kind-config.yaml, and it must come up: the node Ready with the kubelet and
 containerd built here, every system pod Running from images the node image carries (no pull), a
-claim bound through local-path, the engine still without a way out, and nothing left after the
-delete. Tests run in file order; the last one deletes the cluster."""
+claim bound through local-path, NetworkPolicies judged by kindnetd's own policy controller (the
+stand-in CNI runs it: toolchain/live/node-image/kindnetd-standin.sh), the engine still without a
+way out, and nothing left after the delete. Tests run in file order; the last one deletes the
+cluster."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,6 +142,88 @@ def test_a_claim_binds_through_local_path(cluster: Cluster, tmp_path: Path):
         assert written.stdout.strip() == "written"
     finally:
         cluster.kubectl("delete", "-n", "default", "-f", str(manifest), check=False, timeout=180)
+
+
+def _carried_image(cluster: Cluster, part: str) -> str:
+    """A tag of an image the node image carries (no registry here), by a part of its name."""
+    images = cluster.engine.docker("exec", f"{NAME}-control-plane", "crictl", "images", "-o", "json").stdout
+    return next(tag for image in json.loads(images)["images"] for tag in image["repoTags"] if part in tag)
+
+
+# A TCP connect from bash (/dev/tcp), given 3 s: "open", or "timeout" when nothing answered (a
+# drop); a refusal or reset prints bash's error instead, so a missing server cannot pass as a drop.
+CONNECT = ('(exec 3<>"/dev/tcp/$0/$1" && echo open) 2>&1 & probe=$!; for _ in 1 2 3 4 5 6; do '
+           'sleep 0.5; kill -0 "$probe" 2>/dev/null || { wait "$probe"; exit; }; done; '
+           'kill "$probe" 2>/dev/null; echo timeout')
+
+
+def _connect(cluster: Cluster, namespace: str, pod: str, address: str, port: int) -> str:
+    result = cluster.kubectl("exec", "-n", namespace, pod, "--", "bash", "-c", CONNECT, address, str(port),
+                             check=False, timeout=60)
+    return (result.stdout.strip().splitlines() or [result.stderr.strip()])[-1]
+
+
+def _await_verdict(cluster: Cluster, namespace: str, pod: str, address: str, port: int, want: str) -> None:
+    """Policies are programmed asynchronously: the verdict must settle to `want` within 60 s."""
+    seen = []
+    for _ in range(20):
+        seen.append(_connect(cluster, namespace, pod, address, port))
+        if seen[-1] == want:
+            return
+        time.sleep(1)
+    raise AssertionError(f"{namespace}/{pod} -> {address}:{port}: wanted {want}, saw {seen}")
+
+
+def test_network_policies_are_judged_as_kindnetd_judges_them(cluster: Cluster, tmp_path: Path):
+    """The CNI runs kindnetd's policy controller (kube-network-policies v0.8.0 with kindnetd's Config,
+    the stand-in included): a server that answers a client of its namespace and of another is cut
+    off from both by a default-deny ingress policy (a drop: the connect times out, it is not
+    refused), then answers only its own namespace when a policy admits that one."""
+    server_image = _carried_image(cluster, "/coredns:")  # CoreDNS without a Corefile: whoami on :53
+    client_image = _carried_image(cluster, "/kindnetd:")  # bash and sleep
+    namespaces = ("khp-np", "khp-np-other")
+
+    def pod(namespace: str, name: str, image: str, command: list[str]) -> dict:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace,
+                                                               "labels": {"app": name}},
+                "spec": {"containers": [{"name": name, "image": image, "imagePullPolicy": "Never",
+                                         "command": command}],
+                         "terminationGracePeriodSeconds": 0}}
+
+    sleeper = ["bash", "-c", "trap 'exit 0' TERM; while :; do sleep 1; done"]
+    objects = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}} for name in namespaces]
+    objects += [pod("khp-np", "server", server_image, ["/coredns"]),
+                pod("khp-np", "client", client_image, sleeper),
+                pod("khp-np-other", "client", client_image, sleeper)]
+    manifest = tmp_path / "probes.json"
+    manifest.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    policies = tmp_path / "policies.json"
+    policies.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+         "metadata": {"name": "default-deny", "namespace": "khp-np"},
+         "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}}]}))
+    admit = tmp_path / "admit.json"
+    admit.write_text(json.dumps(
+        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+         "metadata": {"name": "admit-own-namespace", "namespace": "khp-np"},
+         "spec": {"podSelector": {"matchLabels": {"app": "server"}}, "policyTypes": ["Ingress"],
+                  "ingress": [{"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 53}]}]}}))
+    cluster.kubectl("apply", "-f", str(manifest))
+    try:
+        for namespace in namespaces:
+            cluster.kubectl("wait", "-n", namespace, "--for=condition=Ready", "pod", "--all",
+                            "--timeout=180s", timeout=210)
+        server = cluster.json("pod", "-n", "khp-np", "server")["status"]["podIP"]
+        for namespace in namespaces:
+            _await_verdict(cluster, namespace, "client", server, 53, "open")
+        cluster.kubectl("apply", "-f", str(policies))
+        for namespace in namespaces:
+            _await_verdict(cluster, namespace, "client", server, 53, "timeout")
+        cluster.kubectl("apply", "-f", str(admit))
+        _await_verdict(cluster, "khp-np", "client", server, 53, "open")
+        assert _connect(cluster, "khp-np-other", "client", server, 53) == "timeout"
+    finally:
+        cluster.kubectl("delete", "namespace", *namespaces, "--wait=true", check=False, timeout=180)
 
 
 def test_the_engine_still_has_no_way_out(cluster: Cluster):

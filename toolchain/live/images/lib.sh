@@ -94,13 +94,16 @@ image_out() {
 }
 
 # go_module_build DIR CGO FLAGS...: `go build tool` of a wrapper module of ours (DIR: go.mod and
-# go.sum with `tool` directives, nothing of upstream's source), cached in
-# $toolchain_cache/live-<name of DIR>-<hash of go.mod, go.sum, flags, cgo, Go version>/; the last
-# line printed is that folder (one binary per tool, named after its main package).
+# go.sum with `tool` directives, nothing of upstream's source), or, where DIR has no `tool`
+# directive, `go build .` of its wrapper main (main.go of ours, upstream only as modules), cached in
+# $toolchain_cache/live-<name of DIR>-<hash of go.mod, go.sum, *.go, flags, cgo, Go version>/; the
+# last line printed is that folder (one binary per tool or main package, named after it).
 go_module_build() {
-  local dir=$1 cgo=$2 key out start
+  local dir=$1 cgo=$2 key out start target=.
   shift 2
-  key=$(cd "$dir" && { cat go.mod go.sum; echo "$*"; echo "$cgo"; go env GOVERSION; } | key_of)
+  grep -q '^tool' "$dir/go.mod" && target=tool
+  key=$(cd "$dir" && { cat go.mod go.sum; find . -maxdepth 1 -name '*.go' -print0 | sort -z | xargs -0r cat
+    echo "$*"; echo "$cgo"; go env GOVERSION; } | key_of)
   out=$toolchain_cache/live-$(basename "$dir")-$key
   if [ -f "$out/.built" ]; then
     say "$(basename "$dir") cached ($out)"
@@ -108,7 +111,7 @@ go_module_build() {
     say "building $(basename "$dir") from its Go modules (cold: minutes on 2 cores)..."
     start=$(date +%s)
     rm -rf "$out.tmp" && mkdir -p "$out.tmp"
-    (cd "$dir" && CGO_ENABLED=$cgo go build "$@" -o "$out.tmp/" tool)
+    (cd "$dir" && CGO_ENABLED=$cgo go build "$@" -o "$out.tmp/" "$target")
     touch "$out.tmp/.built" && rm -rf "$out" && mv "$out.tmp" "$out"
     say "built $(basename "$dir") in $(( $(date +%s) - start ))s"
   fi

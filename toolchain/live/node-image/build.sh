@@ -37,7 +37,7 @@ in_engine "$bin" "$engine" true
 debian=$(step debootstrap.sh)
 pause=$(step pause.sh)
 kindnetd=$(step kindnetd.sh)
-if [ "$kindnetd" = standin ]; then cni=standin suffix=-standin-cni
+if [[ $kindnetd == standin:* ]]; then cni=standin suffix=-standin-cni
 else cni=kindnetd suffix=""; fi
 
 base_key=$({ basename "$debian"; kind_version
@@ -45,7 +45,8 @@ base_key=$({ basename "$debian"; kind_version
   scripts base-rootfs.sh import-base.sh; } | key_of)
 images_key=$({ basename "$debian"; basename "$pause"; kind_version
   for program in kubernetes kubelet etcd coredns local-path-provisioner; do program_key "$bin" "$program"; done
-  if [ "$cni" = standin ]; then echo standin; else basename "$(dirname "$kindnetd")"; fi
+  if [ "$cni" = standin ]; then echo "standin $(basename "${kindnetd#standin:}")"
+  else basename "$(dirname "$kindnetd")"; fi
   scripts image-rootfs.sh images.sh kubernetes-tarball.sh kindnetd-standin.sh ../images/lib.sh; } | key_of)
 node_key=$({ echo "$base_key $images_key"; kind_version; scripts node-image.sh docker-shim.sh; } | key_of)
 tag=kindest/node:$version-khp-$node_key$suffix

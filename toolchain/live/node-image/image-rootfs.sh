@@ -11,14 +11,16 @@
 #     images/local-path-helper/Dockerfile stages them (stage-binary-and-deps.sh);
 #   kindnetd: with a kindnetd binary (kindnetd.sh, from KINDNET_SRC), it at /bin/kindnetd on the
 #     kube-proxy set of tools, as kind's images/kindnetd/Dockerfile (distroless-iptables); with
-#     "standin", kindnetd-standin.sh at /usr/bin/kindnetd with sh, cat, mkdir, mv and sleep.
-# Usage: image-rootfs.sh <bin folder> <debian rootfs> <pause folder> <kindnetd binary|standin> <output folder>
+#     "standin:<folder>", kindnetd-standin.sh at /usr/bin/kindnetd with sh, cat, mkdir, mv and
+#     sleep, the folder's kindnet-network-policies (kindnetd's policy controller) beside it, and
+#     the kube-proxy set of tools (its queue hook where the kernel has no nftables queue).
+# Usage: image-rootfs.sh <bin folder> <debian rootfs> <pause folder> <kindnetd binary|standin:<folder>> <output folder>
 # Needs root (chroot into the Debian rootfs to resolve links and libraries).
 set -euo pipefail
 # The skeleton, stage and iptables_tools of the platform images' lib.sh (which sources lib.sh).
 # shellcheck source=../images/lib.sh source-path=SCRIPTDIR
 . "$(dirname "$0")/../images/lib.sh"
-usage="usage: image-rootfs.sh <bin folder> <debian rootfs> <pause folder> <kindnetd binary|standin> <output folder>"
+usage="usage: image-rootfs.sh <bin folder> <debian rootfs> <pause folder> <kindnetd binary|standin:<folder>> <output folder>"
 bin=${1:?$usage} deb=${2:?$usage} pause=${3:?$usage} kindnetd=${4:?$usage} output=${5:?$usage}
 DEBIAN_ROOTFS=$deb
 kubernetes=$(program_dir "$bin" kubernetes)
@@ -54,10 +56,12 @@ stage "$d" /usr/bin/mkdir
 
 d=$work/kindnetd
 skeleton "$d"
-if [ "$kindnetd" = standin ]; then
+if [[ $kindnetd == standin:* ]]; then
   stage "$d" /usr/bin/bash && ln -s bash "$d/usr/bin/sh"
   for p in cat mkdir mv sleep; do stage "$d" "/usr/bin/$p"; done
   install -m 0755 "$node_here/kindnetd-standin.sh" "$d/usr/bin/kindnetd"
+  install -m 0755 "${kindnetd#standin:}/kindnet-network-policies" "$d/usr/bin/kindnet-network-policies"
+  iptables_tools "$d"  # nft to probe the kernel, iptables for the queue hook (kindnetd-standin.sh)
 else
   iptables_tools "$d"
   install -m 0755 "$kindnetd" "$d/usr/bin/kindnetd"

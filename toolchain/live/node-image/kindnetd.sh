@@ -5,17 +5,22 @@
 # github.com/kubernetes-sigs/kindnet or of kind's images/kindnetd (both have cmd/kindnetd). Set,
 # kindnetd is built from it as kind's images/kindnetd/Dockerfile builds it (CGO_ENABLED=0 go build
 # ./cmd/kindnetd; its dependencies come from the module proxy), cached by a hash of the source and
-# the Go version, and the last line printed is the binary. Not set, it says so and prints
-# "standin": the node image then carries kindnetd-standin.sh, and its tag says -standin-cni.
+# the Go version, and the last line printed is the binary. Not set, it says so, builds kindnetd's
+# network-policy controller from its served module (../images/kindnet-network-policies: the
+# controller of sigs.k8s.io/kube-network-policies v0.8.0 with kindnetd's own Config) and prints
+# "standin:<its folder>": the node image then carries kindnetd-standin.sh, which runs that
+# controller, and its tag says -standin-cni.
 set -euo pipefail
-# shellcheck source=lib.sh source-path=SCRIPTDIR
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=../images/lib.sh source-path=SCRIPTDIR
+. "$(dirname "$0")/../images/lib.sh"
 if [ -z "${KINDNET_SRC:-}" ]; then
   say "KINDNET_SRC is not set: the node image carries a single-node stand-in CNI, not kindnetd"
   say "  (toolchain/live/node-image/kindnetd-standin.sh writes kindnet's CNI config for its node and"
-  say "  idles: no routes to other nodes' pods, no network policy); its tag ends in -standin-cni."
+  say "  runs kindnetd's network-policy controller; no routes to other nodes' pods, no masquerade"
+  say "  agent); its tag ends in -standin-cni."
   say "  Set KINDNET_SRC to a checkout of github.com/kubernetes-sigs/kindnet or of kind's images/kindnetd."
-  echo standin
+  policies=$(go_module_build "$images_here/kindnet-network-policies" 0 -trimpath "-ldflags=-s -w" | tail -n 1)
+  echo "standin:$policies"
   exit 0
 fi
 src=$(cd "$KINDNET_SRC" && pwd)
