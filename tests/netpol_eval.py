@@ -1,11 +1,13 @@
 """A small evaluator of Kubernetes NetworkPolicy semantics, for testing the rendered policies.
 
-Covers what the platform uses: podSelector / namespaceSelector (matchLabels),
+Covers what the platform uses: podSelector / namespaceSelector (matchLabels, matchExpressions),
 ipBlock with except, ports with protocol, Ingress and Egress policy types.
 A flow is allowed when the source's egress and the destination's ingress both
 allow it; a direction is unrestricted for a pod no policy of that type selects.
 As kind's enforcer (kube-network-policies v0.8.0 pkg/networkpolicy/controller.go), a packet
 from a socket of root on the node itself is accepted before any policy (`meta skuid 0`).
+It agrees with that enforcer, run by the live tier, on every flow of tests/live/test_kind_cluster.py
+test_the_platform_s_namespaces_admit_only_their_flows (the platform's and the tenants' policies).
 """
 
 from __future__ import annotations
@@ -23,8 +25,22 @@ class Endpoint:
     node_root: bool = False  # a process of root on the node itself (the kubelet, docker exec)
 
 
+def _expression_matches(expression: dict[str, Any], labels: dict[str, str]) -> bool:
+    key, operator, values = expression["key"], expression["operator"], expression.get("values", [])
+    if operator == "Exists":
+        return key in labels
+    if operator == "DoesNotExist":
+        return key not in labels
+    if operator == "In":
+        return labels.get(key) in values
+    if operator == "NotIn":  # a pod without the key matches NotIn (apimachinery labels.Selector)
+        return labels.get(key) not in values
+    raise ValueError(f"unknown selector operator {operator}")
+
+
 def _matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
-    return all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items())
+    return (all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items())
+            and all(_expression_matches(e, labels) for e in selector.get("matchExpressions", [])))
 
 
 def _peer_matches(peer: dict[str, Any], policy_ns: str, other: Endpoint) -> bool:

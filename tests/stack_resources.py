@@ -26,6 +26,11 @@ BOUNDED_ADMIN_RESOURCES = (
                                          tenant_admin.NAMESPACE_ADMIN_ROLE)),
     *(f"clusterrolebinding-{role}" for role in (tenant_admin.ADMIN_ROLE, tenant_admin.EXTENSIONS_ROLE)),
 )
+# The platform's own namespaces' NetworkPolicies (management/network_policy.py, issue 40), by the
+# name part after `management-networkpolicy-`.
+PLATFORM_POLICIES = ("cert-manager-default-deny", "metallb-system-default-deny", "kamaji-system-default-deny",
+                     *(f"kamaji-system-allow-{name}" for name in ("dns-egress", "datastore-egress",
+                                                                 "datastore-ingress", "controller-egress")))
 
 
 def _stable(value: Any) -> Any:

@@ -29,9 +29,11 @@ from kamaji_hami_platform.management import (
     existing,
     kamaji_chart,
     kamaji_webhook,
+    network_policy,
     render,
 )
 from kamaji_hami_platform.management import kindnet as management_kindnet
+from kamaji_hami_platform.manifest_resources import create_objects
 from kamaji_hami_platform.refusal import Refusal
 
 TYPE_TOKEN = "kamaji-hami-platform:index:ManagementCluster"
@@ -208,6 +210,13 @@ class ManagementCluster(pulumi.ComponentResource):
                 aliases=legacy_aliases(name, render.KAMAJI_RELEASE),
                 depends_on=[*([self.cert_manager] if self.cert_manager else []), *fetched, *before_kamaji,
                             *self.create_only])))
+
+        # Default deny in the platform's own namespaces, once their charts made them (kind only:
+        # management/network_policy.py says who is judged there and which flows are admitted).
+        self.network_policies = create_objects(
+            name, network_policy.platform_network_policies(management),
+            pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=[
+                release for release in (self.cert_manager, self.metallb, self.kamaji) if release])))
 
         # Kamaji's TCP webhooks fail closed and its readiness is a bare ping:
         # tenants wait until a dry-run TCP is accepted (management/kamaji_webhook.py).

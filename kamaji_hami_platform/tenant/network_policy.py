@@ -16,32 +16,23 @@ from __future__ import annotations
 from typing import Any
 
 from kamaji_hami_platform.config import ManagementConfig, TenantConfig
+from kamaji_hami_platform.management.network_policy import (
+    DATASTORE_PORT,
+    DEFAULT_DENY,
+    DNS_PORT,
+    KUBE_DNS,
+    TCP_POD_LABEL,
+    network_policy,
+)
+from kamaji_hami_platform.management.network_policy import namespace_peer as _namespace
+from kamaji_hami_platform.management.network_policy import ports as _ports
 from kamaji_hami_platform.management.render import KAMAJI_NAMESPACE
 from kamaji_hami_platform.tenant.api_clients import api_clients
 from kamaji_hami_platform.tenant.control_plane import api_port, konnectivity_port
 
-TCP_POD_LABEL = "kamaji.clastix.io/name"
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-DATASTORE_PORT = 2379
-DNS_PORT = 53
-DEFAULT_DENY = "default-deny"
-
-
-def _ports(*numbers: int, protocol: str = "TCP") -> list[dict[str, Any]]:
-    return [{"protocol": protocol, "port": number} for number in numbers]
-
-
-def _namespace(name: str) -> dict[str, Any]:
-    return {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: name}}}
-
 
 def _policy(tenant: TenantConfig, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": {"name": name, "namespace": tenant.namespace},
-        "spec": spec,
-    }
+    return network_policy(tenant.namespace, name, spec)
 
 
 def network_policies(tenant: TenantConfig, management: ManagementConfig) -> list[dict[str, Any]]:
@@ -73,8 +64,7 @@ def network_policies(tenant: TenantConfig, management: ManagementConfig) -> list
             "podSelector": {},
             "policyTypes": ["Egress"],
             "egress": [
-                {"to": [{**_namespace("kube-system"),
-                         "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+                {"to": [KUBE_DNS],
                  "ports": _ports(DNS_PORT, protocol="UDP") + _ports(DNS_PORT)},
                 {"to": [{"podSelector": control_plane}],
                  "ports": _ports(api_port(tenant), konnectivity_port(tenant))},

@@ -15,14 +15,19 @@ import json
 import os
 import re
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from kamaji_hami_platform.config import parse_config
+from kamaji_hami_platform.management import network_policy
+from kamaji_hami_platform.tenant import network_policy as tenant_network_policy
+from tests.harness import dev_stack_config
+from tests.live import policy_probes as probes
 from tests.live.conftest import ROOT, Engine
+from tests.netpol_eval import Endpoint, allowed
 
 pytestmark = pytest.mark.live
 
@@ -150,80 +155,142 @@ def _carried_image(cluster: Cluster, part: str) -> str:
     return next(tag for image in json.loads(images)["images"] for tag in image["repoTags"] if part in tag)
 
 
-# A TCP connect from bash (/dev/tcp), given 3 s: "open", or "timeout" when nothing answered (a
-# drop); a refusal or reset prints bash's error instead, so a missing server cannot pass as a drop.
-CONNECT = ('(exec 3<>"/dev/tcp/$0/$1" && echo open) 2>&1 & probe=$!; for _ in 1 2 3 4 5 6; do '
-           'sleep 0.5; kill -0 "$probe" 2>/dev/null || { wait "$probe"; exit; }; done; '
-           'kill "$probe" 2>/dev/null; echo timeout')
-
-
-def _connect(cluster: Cluster, namespace: str, pod: str, address: str, port: int) -> str:
-    result = cluster.kubectl("exec", "-n", namespace, pod, "--", "bash", "-c", CONNECT, address, str(port),
-                             check=False, timeout=60)
-    return (result.stdout.strip().splitlines() or [result.stderr.strip()])[-1]
-
-
-def _await_verdict(cluster: Cluster, namespace: str, pod: str, address: str, port: int, want: str) -> None:
-    """Policies are programmed asynchronously: the verdict must settle to `want` within 60 s."""
-    seen = []
-    for _ in range(20):
-        seen.append(_connect(cluster, namespace, pod, address, port))
-        if seen[-1] == want:
-            return
-        time.sleep(1)
-    raise AssertionError(f"{namespace}/{pod} -> {address}:{port}: wanted {want}, saw {seen}")
-
-
 def test_network_policies_are_judged_as_kindnetd_judges_them(cluster: Cluster, tmp_path: Path):
     """The CNI runs kindnetd's policy controller (kube-network-policies v0.8.0 with kindnetd's Config,
     the stand-in included): a server that answers a client of its namespace and of another is cut
     off from both by a default-deny ingress policy (a drop: the connect times out, it is not
     refused), then answers only its own namespace when a policy admits that one."""
-    server_image = _carried_image(cluster, "/coredns:")  # CoreDNS without a Corefile: whoami on :53
-    client_image = _carried_image(cluster, "/kindnetd:")  # bash and sleep
+    server = probes.ProbePod("khp-np", "server", {"app": "server"}, serves=(53,))
+    clients = [probes.ProbePod(namespace, "client") for namespace in ("khp-np", "khp-np-other")]
     namespaces = ("khp-np", "khp-np-other")
-
-    def pod(namespace: str, name: str, image: str, command: list[str]) -> dict:
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace,
-                                                               "labels": {"app": name}},
-                "spec": {"containers": [{"name": name, "image": image, "imagePullPolicy": "Never",
-                                         "command": command}],
-                         "terminationGracePeriodSeconds": 0}}
-
-    sleeper = ["bash", "-c", "trap 'exit 0' TERM; while :; do sleep 1; done"]
-    objects = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}} for name in namespaces]
-    objects += [pod("khp-np", "server", server_image, ["/coredns"]),
-                pod("khp-np", "client", client_image, sleeper),
-                pod("khp-np-other", "client", client_image, sleeper)]
-    manifest = tmp_path / "probes.json"
-    manifest.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
-    policies = tmp_path / "policies.json"
-    policies.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-         "metadata": {"name": "default-deny", "namespace": "khp-np"},
-         "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}}]}))
-    admit = tmp_path / "admit.json"
-    admit.write_text(json.dumps(
-        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-         "metadata": {"name": "admit-own-namespace", "namespace": "khp-np"},
-         "spec": {"podSelector": {"matchLabels": {"app": "server"}}, "policyTypes": ["Ingress"],
-                  "ingress": [{"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 53}]}]}}))
-    cluster.kubectl("apply", "-f", str(manifest))
+    deny = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": "default-deny", "namespace": "khp-np"},
+            "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}}
+    admit = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+             "metadata": {"name": "admit-own-namespace", "namespace": "khp-np"},
+             "spec": {"podSelector": {"matchLabels": {"app": "server"}}, "policyTypes": ["Ingress"],
+                      "ingress": [{"from": [{"podSelector": {}}],
+                                   "ports": [{"protocol": "TCP", "port": 53}]}]}}
     try:
-        for namespace in namespaces:
-            cluster.kubectl("wait", "-n", namespace, "--for=condition=Ready", "pod", "--all",
-                            "--timeout=180s", timeout=210)
-        server = cluster.json("pod", "-n", "khp-np", "server")["status"]["podIP"]
-        for namespace in namespaces:
-            _await_verdict(cluster, namespace, "client", server, 53, "open")
-        cluster.kubectl("apply", "-f", str(policies))
-        for namespace in namespaces:
-            _await_verdict(cluster, namespace, "client", server, 53, "timeout")
-        cluster.kubectl("apply", "-f", str(admit))
-        _await_verdict(cluster, "khp-np", "client", server, 53, "open")
-        assert _connect(cluster, "khp-np-other", "client", server, 53) == "timeout"
+        address = _start_probe_pods(cluster, namespaces, [server, *clients], tmp_path)[server]
+        for client in clients:
+            probes.await_verdict(cluster.kubectl, client, address, 53, probes.OPEN)
+        probes.apply(cluster.kubectl, [deny], tmp_path, "deny")
+        for client in clients:
+            probes.await_verdict(cluster.kubectl, client, address, 53, probes.TIMEOUT)
+        probes.apply(cluster.kubectl, [admit], tmp_path, "admit")
+        probes.await_verdict(cluster.kubectl, clients[0], address, 53, probes.OPEN)
+        assert probes.connect(cluster.kubectl, clients[1], address, 53) == probes.TIMEOUT
     finally:
         cluster.kubectl("delete", "namespace", *namespaces, "--wait=true", check=False, timeout=180)
+
+
+def _start_probe_pods(cluster: Cluster, namespaces: tuple[str, ...], pods: list[probes.ProbePod],
+                      folder: Path) -> dict[probes.ProbePod, str]:
+    """Namespaces and probe pods, Ready; each pod's address."""
+    client_image = _carried_image(cluster, "/kindnetd:")  # bash and sleep
+    server_image = _carried_image(cluster, "/coredns:")
+    probes.apply(cluster.kubectl, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+                                   for name in namespaces], folder, "namespaces")
+    probes.apply(cluster.kubectl, [pod.manifest(client_image, server_image) for pod in pods], folder, "pods")
+    for namespace in namespaces:
+        cluster.kubectl("wait", "-n", namespace, "--for=condition=Ready", "pod", "--all", "--timeout=180s",
+                        timeout=210)
+    return {pod: cluster.json("pod", "-n", pod.namespace, pod.name)["status"]["podIP"] for pod in pods}
+
+
+# Stand-ins for the platform's pods, with the labels their charts give them (independent of the
+# renderer, so a selector that misses its pod fails): cert-manager v1.21.2
+# templates/webhook-deployment.yaml; MetalLB v0.15.3 templates/controller.yaml and _helpers.tpl;
+# Kamaji 26.8.2-edge charts/kamaji/templates/controller.yaml; kamaji-etcd v0.15.0 etcd_sts.yaml
+# (pod names as its StatefulSet's); the etcd setup Job's pod, labelled by the Job controller only;
+# Kamaji's control-plane pods (internal/builders/controlplane/deployment.go).
+CERT_MANAGER_WEBHOOK = probes.ProbePod("cert-manager", "webhook", {
+    "app.kubernetes.io/name": "webhook", "app.kubernetes.io/instance": "cert-manager",
+    "app.kubernetes.io/component": "webhook"}, serves=(10250,))
+METALLB_CONTROLLER = probes.ProbePod("metallb-system", "controller", {
+    "app.kubernetes.io/name": "metallb", "app.kubernetes.io/instance": "metallb",
+    "app.kubernetes.io/component": "controller"}, serves=(9443,))
+KAMAJI = probes.ProbePod("kamaji-system", "kamaji", {
+    "app.kubernetes.io/name": "kamaji", "app.kubernetes.io/instance": "kamaji",
+    "app.kubernetes.io/component": "controller-manager"}, serves=(9443,))
+ETCD = tuple(probes.ProbePod("kamaji-system", f"kamaji-etcd-{index}", {
+    "app.kubernetes.io/name": "kamaji-etcd", "app.kubernetes.io/instance": "kamaji"}, serves=(2379, 2380))
+    for index in (0, 1))
+ETCD_SETUP = probes.ProbePod("kamaji-system", "kamaji-etcd-setup", {
+    "batch.kubernetes.io/job-name": "kamaji-etcd-setup-2", "job-name": "kamaji-etcd-setup-2"})
+OTHER = probes.ProbePod("khp-np-other", "other")
+
+
+def _control_plane(tenant: str) -> probes.ProbePod:
+    return probes.ProbePod(tenant, f"{tenant}-cp", {"kamaji.clastix.io/name": tenant,
+                                                    "kamaji.clastix.io/component": "deployment"},
+                           serves=(6443,))
+
+
+def test_the_platform_s_namespaces_admit_only_their_flows(cluster: Cluster, tmp_path: Path):
+    """The platform's own NetworkPolicies (management/network_policy.py) with the tenants' (tenant/
+    network_policy.py), as the dev stack renders them, judged by kindnetd's controller: Kamaji, the
+    datastore's peers, its setup Job and each tenant's control plane reach kamaji-etcd; Kamaji reaches
+    DNS and the control planes; nothing else reaches them, no pod reaches a webhook, cert-manager's
+    pods reach nothing but the API server, and the node's root (the API server, the kubelet) reaches
+    every webhook. Each verdict equals the one tests/netpol_eval.py gives for the same policies (the
+    model the unit suite uses must agree with the real engine, or go)."""
+    platform = parse_config(dev_stack_config())
+    tenants = [tenant.namespace for tenant in platform.tenants]
+    control_planes = [_control_plane(tenant) for tenant in tenants]
+    plain = probes.ProbePod(tenants[0], "plain")
+    pods = [CERT_MANAGER_WEBHOOK, METALLB_CONTROLLER, KAMAJI, *ETCD, ETCD_SETUP, *control_planes, plain,
+            OTHER]
+    namespaces = tuple(dict.fromkeys(pod.namespace for pod in pods))
+    policies = [*network_policy.platform_network_policies(platform.management),
+                *(policy for tenant in platform.tenants
+                  for policy in tenant_network_policy.network_policies(tenant, platform.management))]
+    flows = [  # (from, to, port, what the platform needs)
+        (KAMAJI, ETCD[0], 2379, True), (ETCD_SETUP, ETCD[0], 2379, True), (ETCD[1], ETCD[0], 2380, True),
+        (ETCD[0], ETCD[1], 2379, True), (control_planes[0], ETCD[0], 2379, True),
+        (control_planes[1], ETCD[1], 2379, True), (KAMAJI, control_planes[0], 6443, True),
+        (KAMAJI, control_planes[1], 6443, True),
+        (plain, ETCD[0], 2379, False), (OTHER, ETCD[0], 2379, False), (OTHER, ETCD[0], 2380, False),
+        (KAMAJI, ETCD[0], 2380, False), (CERT_MANAGER_WEBHOOK, ETCD[0], 2379, False),
+        (OTHER, KAMAJI, 9443, False), (OTHER, CERT_MANAGER_WEBHOOK, 10250, False),
+        (OTHER, METALLB_CONTROLLER, 9443, False), (control_planes[0], KAMAJI, 9443, False),
+        (ETCD_SETUP, control_planes[0], 6443, False), (CERT_MANAGER_WEBHOOK, OTHER, 53, False),
+        (METALLB_CONTROLLER, control_planes[0], 6443, False),
+    ]
+    try:
+        addresses = _start_probe_pods(cluster, namespaces, [*pods], tmp_path)
+        dns = next(Endpoint("kube-system", pod["status"]["podIP"], pod["metadata"]["labels"])
+                   for pod in cluster.json("pods", "-n", "kube-system", "-l", "k8s-app=kube-dns")["items"])
+        probes.apply(cluster.kubectl, policies, tmp_path, "policies")
+        # Settled: the last policy's first verdict turned (a drop where there was an answer).
+        probes.await_verdict(cluster.kubectl, OTHER, addresses[ETCD[0]], 2379, probes.TIMEOUT)
+
+        def endpoint(pod: probes.ProbePod) -> Endpoint:
+            return Endpoint(pod.namespace, addresses[pod], pod.labels)
+
+        def judged(source: probes.ProbePod, destination: Endpoint, port: int) -> tuple[str, str]:
+            real = probes.connect(cluster.kubectl, source, destination.ip, port)
+            model = probes.OPEN if allowed(policies, endpoint(source), destination, port) else probes.TIMEOUT
+            return real, model
+
+        results = {(source.name, destination.name, port): (*judged(source, endpoint(destination), port), need)
+                   for source, destination, port, need in flows}
+        results[("kamaji", "coredns", 53)] = (*judged(KAMAJI, dns, 53), True)
+        results[("webhook", "coredns", 53)] = (*judged(CERT_MANAGER_WEBHOOK, dns, 53), False)
+        wrong = {flow: (real, model, need) for flow, (real, model, need) in results.items()
+                 if real != model or real != (probes.OPEN if need else probes.TIMEOUT)}
+        assert not wrong, f"(real, model, needed) per flow: {wrong}"
+        # The premises of "no rule for the API server": the node's root reaches every webhook, and a
+        # pod of a default-deny namespace reaches the API server (its Service, DNATed to the node).
+        node = f"{NAME}-control-plane"
+        for pod, port in ((CERT_MANAGER_WEBHOOK, 10250), (METALLB_CONTROLLER, 9443), (KAMAJI, 9443)):
+            reached = cluster.engine.docker("exec", node, "bash", "-c", probes.CONNECT, addresses[pod],
+                                            str(port), check=False).stdout.strip()
+            assert reached == probes.OPEN, (pod.name, reached)
+        assert probes.connect(cluster.kubectl, CERT_MANAGER_WEBHOOK, "10.96.0.1", 443) == probes.OPEN
+    finally:
+        cluster.kubectl("delete", "namespace", *namespaces, "--wait=true", check=False, timeout=300)
 
 
 def test_the_engine_still_has_no_way_out(cluster: Cluster):

@@ -113,7 +113,8 @@ class TestManagementResources:
         provider = dev_program.named("management-k8s")
         on_management = [r for r in dev_program.registrations
                          if r.type.startswith("kubernetes:") and r.parent == management(dev_program).urn]
-        assert len(on_management) == 5
+        # cert-manager, MetalLB, Kamaji, the pool, its advertisement, and the platform's 7 policies
+        assert len(on_management) == 5 + 7
         for reg in on_management:
             assert reg.provider.startswith(provider.urn + "::"), reg.name
 
@@ -127,6 +128,15 @@ class TestOrdering:
         pool = dev_program.named("management-metallb-pool")
         assert dev_program.depends_on(pool, dev_program.named("management-metallb"))
         assert dev_program.depends_on(dev_program.named("management-metallb-l2"), pool)
+
+    def test_the_platform_s_policies_wait_for_the_charts_that_make_their_namespaces(self, dev_program):
+        policies = dev_program.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+        platform = [policy for policy in policies if policy.parent == management(dev_program).urn]
+        assert {policy.inputs["metadata"]["namespace"] for policy in platform} == {
+            "cert-manager", "metallb-system", "kamaji-system"}
+        for policy in platform:
+            for release in ("management-cert-manager", "management-metallb", "management-kamaji"):
+                assert dev_program.depends_on(policy, dev_program.named(release)), (policy.name, release)
 
     def test_kubeconfig_is_read_after_the_cluster_exists(self, dev_program):
         kubeconfig = dev_program.named("management-kubeconfig")

@@ -31,7 +31,7 @@ from tests.policy_engine import (
     with_program_options,
     without,
 )
-from tests.stack_resources import BOUNDED_ADMIN_RESOURCES
+from tests.stack_resources import BOUNDED_ADMIN_RESOURCES, PLATFORM_POLICIES
 
 pytestmark = pytest.mark.unit
 
@@ -178,6 +178,8 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
        for name in ("network", "ipaddresspool", "l2advertisement")},
     **{f"{tenant}-door": ("added", "each tenant reaches its control plane through its door; no platform "
                           "node on a tenant network (issue 40)") for tenant in ("tenant-a", "tenant-b")},
+    **{f"management-networkpolicy-{policy}": ("added", "default deny in the platform's own namespaces "
+                                               "(issue 40)") for policy in PLATFORM_POLICIES},
     **{f"{tenant}-worker-0-leave": ("added", "a worker's drain, before its registration is released")
        for tenant in ("tenant-a", "tenant-b")},
     **{f"{tenant}-kube-proxy-daemonset-kube-system-kube-proxy": ("spec", f"{_LEAVES}; its config hash")

@@ -20,7 +20,7 @@ import pytest
 
 from kamaji_hami_platform.config import ConfigError
 from tests.harness import ROOT, Program, Registration, dev_stack_config, is_secret, run_program
-from tests.stack_resources import BOUNDED_ADMIN_RESOURCES
+from tests.stack_resources import BOUNDED_ADMIN_RESOURCES, PLATFORM_POLICIES
 
 pytestmark = pytest.mark.unit
 
@@ -82,6 +82,8 @@ ADDED_SINCE = sorted([*(f"{tenant}-{kind}-kamaji-hami-platform-nodes" for tenant
                         for name in ("network", "ipaddresspool", "l2advertisement", "worker-0-leave")),
                       # each tenant's door (issue 40): the only container on its network and the platform's
                       *(f"{tenant}-door" for tenant in ("tenant-a", "tenant-b")),
+                      # default deny in the platform's own namespaces (issue 40)
+                      *(f"management-networkpolicy-{policy}" for policy in PLATFORM_POLICIES),
                       # the bounded tenant admin and its credential (kind mode): created by the next up
                       *(f"{tenant}-{name}" for tenant in ("tenant-a", "tenant-b")
                         for name in BOUNDED_ADMIN_RESOURCES)])
