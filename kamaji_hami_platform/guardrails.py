@@ -36,6 +36,27 @@ def plain_helm_values(helm_values: Any, where: str) -> None:
                       f"check HAMi's webhook before anything is registered ({WEBHOOK_RULE})")
 
 
+# Kamaji chart values the kind platform's kamaji-system NetworkPolicies depend on
+# (management/network_policy.py selects by the charts' name labels and admits kamaji-etcd's ports):
+# Kamaji 26.8.2-edge charts/kamaji/values.yaml nameOverride; kamaji-etcd v0.15.0 values.yaml
+# nameOverride, clientPort, peerApiPort.
+POLICY_SELECTED_KAMAJI_VALUES = (("nameOverride",), ("kamaji-etcd", "nameOverride"),
+                                 ("kamaji-etcd", "clientPort"), ("kamaji-etcd", "peerApiPort"))
+
+
+def kamaji_values_keep_policies(kamaji_values: Any, where: str) -> None:
+    """On kind the platform's NetworkPolicies in kamaji-system select Kamaji's and kamaji-etcd's
+    pods by their charts' labels and admit the datastore's ports: a value that changes them would
+    leave the datastore unreachable with no error before `up` breaks."""
+    given = [".".join(path) for path in POLICY_SELECTED_KAMAJI_VALUES
+             if _at(kamaji_values, path) not in (None, "")]
+    if given:
+        raise Refusal(f"{where}: helm_values kamaji {', '.join(given)}: the platform's NetworkPolicies in "
+                      "kamaji-system select Kamaji's and kamaji-etcd's pods by their charts' labels and "
+                      "admit kamaji-etcd's ports (kamaji_hami_platform/management/network_policy.py); "
+                      "leave these at the chart's defaults")
+
+
 def hami_webhook_fails_closed(values: Any, where: str, excluded_namespaces: Iterable[str] = ()) -> None:
     """HAMi's admission webhook sees every GPU pod, and a webhook that cannot be reached refuses
     them (the pack's `hami-webhook-fails-closed`). Each of these keys of HAMi chart 2.10.0's

@@ -30,6 +30,7 @@ from kamaji_hami_platform.management import (
     kamaji_chart,
     kamaji_webhook,
     network_policy,
+    policy_engine,
     render,
 )
 from kamaji_hami_platform.management import kindnet as management_kindnet
@@ -150,6 +151,9 @@ class ManagementCluster(pulumi.ComponentResource):
         management = management_config(args.get("management"), where)
         mirror = image_mirror(args.get("images"), where)
         _check_release_keys(args, where)
+        if management.is_kind:
+            guardrails.kamaji_values_keep_policies((args.get("helm_values") or {}).get(render.KAMAJI_RELEASE),
+                                                   where)
         given_kubeconfig = _existing_kubeconfig(management, args.get("kubeconfig"), where)
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.settings: ManagementConfig = management
@@ -245,8 +249,8 @@ class ManagementCluster(pulumi.ComponentResource):
     def _kind_cluster(self, name: str, management: ManagementConfig, child: pulumi.ResourceOptions,
                       ) -> tuple[pulumi.ResourceOptions, list[pulumi.Resource], list[pulumi.Resource]]:
         """The Docker network, the kind cluster, its kubeconfig and provider, and what kind's node
-        needs: the options of everything installed on it, what the releases wait for (the provider
-        alone) and what Kamaji waits for (kindnetd without limits)."""
+        needs: the options of everything installed on it, what the releases wait for (kindnetd
+        judging NetworkPolicies) and what Kamaji waits for (kindnetd without limits)."""
         kind_config = render.kind_cluster_config(management, self._mirror)
         # kind keeps a network that exists (kind v0.31.0 network.go ensureNetwork): this one has
         # the configured subnet workers take fixed addresses from
@@ -327,9 +331,17 @@ class ManagementCluster(pulumi.ComponentResource):
             create=management_kindnet.remove_limits_script(management),
             triggers=[self.cluster.id],
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.cluster])))
+        # Tenant isolation is claimed only where kindnetd judges NetworkPolicies at all (a kernel
+        # without nftables' queue leaves it failing open): read back once per kind cluster, before
+        # any chart (management/policy_engine.py).
+        self.policy_engine = local.Command(
+            f"{name}-policy-engine",
+            create=policy_engine.policy_engine_check_script(management),
+            triggers=[self.cluster.id],
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.kindnet])))
         # Everything in the cluster goes with it: destroy skips these deletes (pulumi deleted_with).
         on_cluster = pulumi.ResourceOptions(parent=self, provider=self.provider, deleted_with=self.cluster)
-        return on_cluster, [], [self.kindnet]
+        return on_cluster, [self.policy_engine], [self.kindnet]
 
     def _existing_cluster(self, name: str, management: ManagementConfig, kubeconfig: pulumi.Input[str],
                           kamaji_values: dict[str, Any] | None, child: pulumi.ResourceOptions,

@@ -36,11 +36,13 @@ from kamaji_hami_platform.management.render import (
     METALLB_NAMESPACE,
 )
 
+# A tenant API server's port in its pod: kind tenants have no node port (config/modes.py).
+from kamaji_hami_platform.tenant.control_plane import API_PORT
+
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # Kamaji's label on a TenantControlPlane's pods, its value the TCP's name.
 TCP_POD_LABEL = "kamaji.clastix.io/name"
 DEFAULT_DENY = "default-deny"
-API_PORT = 6443  # a tenant API server's port in its pod (kind tenants: LoadBalancer, never a node port)
 DATASTORE_PORT, DATASTORE_PEER_PORT = 2379, 2380
 DNS_PORT = 53
 
@@ -50,8 +52,12 @@ KAMAJI_ETCD = {"app.kubernetes.io/name": "kamaji-etcd"}
 METALLB_SPEAKER = {"key": "app.kubernetes.io/component", "operator": "NotIn", "values": ["speaker"]}
 KUBE_DNS = {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "kube-system"}},
             "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}
+# Kamaji's labels on every TenantControlPlane's pods (26.8.2-edge internal/builders/controlplane/
+# deployment.go 1105-1107): the TCP's name, and the component.
+TCP_COMPONENT_LABEL, TCP_COMPONENT = "kamaji.clastix.io/component", "deployment"
 ANY_CONTROL_PLANE = {"namespaceSelector": {},
-                     "podSelector": {"matchExpressions": [{"key": TCP_POD_LABEL, "operator": "Exists"}]}}
+                     "podSelector": {"matchLabels": {TCP_COMPONENT_LABEL: TCP_COMPONENT},
+                                     "matchExpressions": [{"key": TCP_POD_LABEL, "operator": "Exists"}]}}
 
 
 def ports(*numbers: int, protocol: str = "TCP") -> list[dict[str, Any]]:

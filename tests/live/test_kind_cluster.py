@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from kamaji_hami_platform.config import parse_config
-from kamaji_hami_platform.management import network_policy
+from kamaji_hami_platform.management import network_policy, policy_engine
 from kamaji_hami_platform.tenant import network_policy as tenant_network_policy
 from tests.harness import dev_stack_config
 from tests.live import policy_probes as probes
@@ -291,6 +291,25 @@ def test_the_platform_s_namespaces_admit_only_their_flows(cluster: Cluster, tmp_
         assert probes.connect(cluster.kubectl, CERT_MANAGER_WEBHOOK, "10.96.0.1", 443) == probes.OPEN
     finally:
         cluster.kubectl("delete", "namespace", *namespaces, "--wait=true", check=False, timeout=300)
+
+
+def test_the_platform_s_read_back_sees_the_policy_engine_and_its_absence(cluster: Cluster):
+    """`up`'s check that kindnetd judges NetworkPolicies (management/policy_engine.py), run as `up`
+    runs it against this cluster's node: it passes where the queue is fed and listened on, and
+    stops with the cause named where nothing queues (a queue number nobody uses stands for a
+    kernel without nftables' queue, which this check cannot otherwise be shown on here)."""
+    config = dev_stack_config()
+    config["management"]["name"] = NAME
+    management = parse_config(config).management
+    passed = cluster.engine.run("sh", "-c", policy_engine.policy_engine_check_script(management), check=False,
+                                timeout=300)
+    assert passed.returncode == 0, passed.stderr
+    assert "kindnetd judges NetworkPolicies" in passed.stdout
+    refused = cluster.engine.run("sh", "-c", policy_engine.policy_engine_check_script(
+        management, queue=policy_engine.KINDNETD_QUEUE + 1, wait_seconds=4), check=False, timeout=120)
+    assert refused.returncode == 1
+    assert "NetworkPolicies are not enforced in the kind cluster" in refused.stderr
+    assert "CONFIG_NFT_QUEUE" in refused.stderr
 
 
 def test_the_engine_still_has_no_way_out(cluster: Cluster):

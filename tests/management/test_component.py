@@ -138,6 +138,13 @@ class TestOrdering:
             for release in ("management-cert-manager", "management-metallb", "management-kamaji"):
                 assert dev_program.depends_on(policy, dev_program.named(release)), (policy.name, release)
 
+    def test_no_chart_is_installed_before_kindnetd_is_seen_judging_policies(self, dev_program):
+        check = dev_program.named("management-policy-engine")
+        assert check.inputs["triggers"] == dev_program.named("management-kindnet-limits").inputs["triggers"]
+        assert dev_program.depends_on(check, dev_program.named("management-kindnet-limits"))
+        for release in ("management-cert-manager", "management-metallb", "management-kamaji"):
+            assert dev_program.depends_on(dev_program.named(release), check), release
+
     def test_kubeconfig_is_read_after_the_cluster_exists(self, dev_program):
         kubeconfig = dev_program.named("management-kubeconfig")
         assert dev_program.depends_on(kubeconfig, dev_program.named("management-kind"))

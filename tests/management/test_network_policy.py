@@ -27,7 +27,9 @@ KAMAJI = Endpoint("kamaji-system", "10.244.0.12", {"app.kubernetes.io/name": "ka
 ETCD = [Endpoint("kamaji-system", f"10.244.0.{13 + i}", {"app.kubernetes.io/name": "kamaji-etcd"})
         for i in range(2)]
 SETUP_JOB = Endpoint("kamaji-system", "10.244.0.15", {"job-name": "kamaji-etcd-setup-2"})
-CP_A = Endpoint("tenant-a", "10.244.0.16", {"kamaji.clastix.io/name": "tenant-a"})
+CP_A = Endpoint("tenant-a", "10.244.0.16", {"kamaji.clastix.io/name": "tenant-a",
+                                             "kamaji.clastix.io/component": "deployment"})
+NAMED_ONLY = Endpoint("tenant-a", "10.244.0.19", {"kamaji.clastix.io/name": "tenant-a"})  # not Kamaji's
 PLAIN_A = Endpoint("tenant-a", "10.244.0.17")
 DNS = Endpoint("kube-system", "10.244.0.2", {"k8s-app": "kube-dns"})
 OTHER = Endpoint("default", "10.244.0.18")
@@ -65,7 +67,8 @@ def test_the_flows_the_platform_needs_are_admitted(policies, source, destination
 
 
 @pytest.mark.parametrize(("source", "destination", "port"), [
-    (PLAIN_A, ETCD[0], 2379), (OTHER, ETCD[0], 2379), (OTHER, ETCD[0], 2380), (KAMAJI, ETCD[0], 2380),
+    (PLAIN_A, ETCD[0], 2379), (NAMED_ONLY, ETCD[0], 2379), (OTHER, ETCD[0], 2379), (OTHER, ETCD[0], 2380),
+    (KAMAJI, ETCD[0], 2380),
     (WEBHOOK, ETCD[0], 2379), (OTHER, KAMAJI, 9443), (OTHER, WEBHOOK, 10250), (OTHER, METALLB, 9443),
     (CP_A, KAMAJI, 9443), (SETUP_JOB, CP_A, 6443), (WEBHOOK, DNS, 53), (WEBHOOK, OTHER, 443),
     (METALLB, CP_A, 6443), (KAMAJI, TENANT_ADDRESS, 6443), (WEBHOOK, TENANT_ADDRESS, 6443),

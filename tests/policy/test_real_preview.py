@@ -180,6 +180,7 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
                           "node on a tenant network (issue 40)") for tenant in ("tenant-a", "tenant-b")},
     **{f"management-networkpolicy-{policy}": ("added", "default deny in the platform's own namespaces "
                                                "(issue 40)") for policy in PLATFORM_POLICIES},
+    "management-policy-engine": ("added", "kindnetd must judge NetworkPolicies before any chart (issue 40)"),
     **{f"{tenant}-worker-0-leave": ("added", "a worker's drain, before its registration is released")
        for tenant in ("tenant-a", "tenant-b")},
     **{f"{tenant}-kube-proxy-daemonset-kube-system-kube-proxy": ("spec", f"{_LEAVES}; its config hash")

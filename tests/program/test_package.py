@@ -84,6 +84,8 @@ ADDED_SINCE = sorted([*(f"{tenant}-{kind}-kamaji-hami-platform-nodes" for tenant
                       *(f"{tenant}-door" for tenant in ("tenant-a", "tenant-b")),
                       # default deny in the platform's own namespaces (issue 40)
                       *(f"management-networkpolicy-{policy}" for policy in PLATFORM_POLICIES),
+                      # the read-back that kindnetd judges NetworkPolicies at all (issue 40)
+                      "management-policy-engine",
                       # the bounded tenant admin and its credential (kind mode): created by the next up
                       *(f"{tenant}-{name}" for tenant in ("tenant-a", "tenant-b")
                         for name in BOUNDED_ADMIN_RESOURCES)])
@@ -230,6 +232,18 @@ def test_an_unknown_release_in_overrides_is_refused(tmp_path):
         ManagementCluster("m", ManagementClusterArgs(helm_values={"metal-lb": {}}))
     """)
     with pytest.raises(Exception, match=r"unknown release.*metal-lb.*cert-manager, metallb, kamaji"):
+        run_program({}, main=main, project="p", stack="s")
+
+
+@pytest.mark.parametrize("kamaji", [{"nameOverride": "k"}, {"kamaji-etcd": {"clientPort": 2479}},
+                                    {"kamaji-etcd": {"peerApiPort": 2480}},
+                                    {"kamaji-etcd": {"nameOverride": "e"}}])
+def test_a_kamaji_value_the_platform_s_policies_select_by_is_refused_on_kind(tmp_path, kamaji):
+    main = _program_file(tmp_path, f"""
+        from kamaji_hami_platform import ManagementCluster, ManagementClusterArgs
+        ManagementCluster("m", ManagementClusterArgs(helm_values={{"kamaji": {kamaji!r}}}))
+    """)
+    with pytest.raises(Exception, match=r"helm_values kamaji .*NetworkPolicies in kamaji-system"):
         run_program({}, main=main, project="p", stack="s")
 
 

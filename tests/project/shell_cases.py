@@ -33,6 +33,7 @@ from kamaji_hami_platform.management import (
     kamaji_chart,
     kamaji_webhook,
     kindnet,
+    policy_engine,
     render,
 )
 from kamaji_hami_platform.tenant import (
@@ -113,6 +114,8 @@ def _management_cases(prefix: str, management: ManagementConfig) -> Iterator[Cas
             management.docker_network, management.name))
         yield Case(f"{prefix}/docker-host-flags.sh", SH, docker_host.host_flags_script)
         yield Case(f"{prefix}/kindnet-limits.sh", SH, lambda: kindnet.remove_limits_script(management))
+        yield Case(f"{prefix}/policy-engine-check.sh", SH,
+                   lambda: policy_engine.policy_engine_check_script(management))
     else:
         yield Case(f"{prefix}/cluster-check.sh", SH, lambda: existing.cluster_check_script(
             management, access.MANAGEMENT_KUBECONFIG_ENV))

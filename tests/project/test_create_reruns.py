@@ -41,6 +41,8 @@ RERUN_TESTS = {
     "management-kubeconfig": "tests/management/test_render.py::TestKind::"
                              "test_the_kubeconfig_command_only_reads_so_running_it_again_is_harmless",
     "management-kindnet-limits": "tests/management/test_kindnet.py::test_a_second_run_changes_nothing",
+    "management-policy-engine": "tests/management/test_policy_engine.py::"
+                                "test_it_only_reads_so_running_it_again_is_harmless",
     "management-cluster-check": "tests/management/test_existing.py::TestClusterCheck::"
                                 "test_without_a_default_kamaji_etcds_bound_volumes_pass",
     "management-kamaji-chart": "tests/management/test_kamaji_chart.py::"

@@ -13,11 +13,17 @@
 # pkg/networkpolicy/controller.go syncNFTablesRules: one transaction, refused whole) and, failing
 # open, would judge nothing: real kindnetd does the same there, silently. The stand-in then hands
 # the same packets to the same queue through iptables' NFQUEUE target instead (queue_hook below),
-# so the controller's own evaluator still decides every verdict. The hook differs from the
-# controller's table in two ways that change no verdict: it queues every packet from or to the
-# pod subnet (the controller only those of pods some policy selects; it accepts the others), and
-# it judges DNS over UDP after DNAT in POSTROUTING, not in PREROUTING (the controller's
-# workaround for a conntrack race, issue 12).
+# so the controller's own evaluator still decides every verdict. How the hook differs from the
+# controller's table:
+# - it queues every packet from or to the pod subnet (the controller only those of pods some
+#   policy selects, and it accepts the others: the same verdicts), and a pod a policy newly
+#   selects is judged at once (under kindnetd, from the controller's next sync of its set);
+# - DNS over UDP is accepted, not judged: the controller accepts it in POSTROUTING too and judges
+#   it in PREROUTING after DNAT (its workaround for a conntrack race on parallel queries,
+#   kube-network-policies issue 12), a place iptables has no table for (mangle PREROUTING runs
+#   before DNAT); queueing it here would drop queries the real setup does not;
+# - IPv4 only (the live tier's clusters are IPv4); the controller's table covers IPv6 too;
+# - the controller ends on TERM here and removes its table (kindnetd traps only SIGINT).
 set -eu
 subnet=${POD_SUBNET%%,*}
 mtu=$(cat /sys/class/net/eth0/mtu 2>/dev/null || echo 1500)
@@ -60,9 +66,10 @@ nft_can_queue() {
 }
 queue_hook() {
   # The controller's postrouting chain, rule for rule (srcnat - 5: after DNAT, before SNAT; mangle
-  # POSTROUTING is the same place): root's own packets (kubelet probes, the API server), then
-  # established flows, are not judged; new ones from or to a pod are, fail-open (bypass).
+  # POSTROUTING is the same place): DNS over UDP, root's own packets (kubelet probes, the API
+  # server), then established flows, are not judged; new ones from or to a pod are, fail-open.
   iptables -t mangle -N "$hook"
+  iptables -t mangle -A "$hook" -p udp --dport 53 -j ACCEPT
   iptables -t mangle -A "$hook" -m owner --uid-owner 0 -j ACCEPT
   iptables -t mangle -A "$hook" -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT
   iptables -t mangle -A "$hook" -s "$subnet" -j NFQUEUE --queue-num "$queue" --queue-bypass
