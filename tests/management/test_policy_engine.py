@@ -24,9 +24,12 @@ echo "$*" >> "$CALLS"
 [ "$1" = exec ] || exit 1
 case "$3 $4" in
   "nft list")
-    [ "$QUEUED" = nft ] || { echo "Error: No such file or directory" >&2; exit 1; }
-    printf '%s\n' 'table inet kindnet-network-policies {' '	chain postrouting {' \
-      '		ip saddr @podips-v4 queue flags bypass to 101' '	}' '}' ;;
+    case "$QUEUED" in
+      nft) rule='ip saddr @podips-v4 queue flags bypass to 101' ;;
+      nft-0.9) rule='ip saddr @podips-v4 queue num 101 bypass' ;;
+      *) echo "Error: No such file or directory" >&2; exit 1 ;;
+    esac
+    printf '%s\n' 'table inet kindnet-network-policies {' '	chain postrouting {' "		$rule" '	}' '}' ;;
   "iptables-save -t")
     echo '*mangle'
     [ "$QUEUED" = iptables ] && echo '-A KHP-NETPOL-QUEUE -s 10.244.0.0/16 -j NFQUEUE' \
@@ -47,7 +50,7 @@ def run(tmp_path: Path, queued: str, listening: bool) -> subprocess.CompletedPro
     return run_script(script, shell="sh", tools=(tools,), env=env)
 
 
-@pytest.mark.parametrize("queued", ["nft", "iptables"])
+@pytest.mark.parametrize("queued", ["nft", "nft-0.9", "iptables"])
 def test_a_fed_and_listened_queue_passes(tmp_path, queued):
     result = run(tmp_path, queued, listening=True)
     assert result.returncode == 0, result.stderr

@@ -3,8 +3,9 @@ set -eu
 node=@node@
 queue=@queue@
 # The node's own tools, in its network namespace (kind's base image has nftables and iptables).
+# nft prints kindnetd's rule as `queue flags bypass to 101` (1.0.x) or `queue num 101 bypass` (0.9.x).
 queued() {
-  docker exec "$node" nft list table inet @table@ 2>/dev/null | grep -Eq "queue .*to $queue\$" && return 0
+  docker exec "$node" nft list table inet @table@ 2>/dev/null | grep -Eq "queue.* (to|num) $queue( |\$)" && return 0
   docker exec "$node" iptables-save -t mangle 2>/dev/null | grep -Eq -- "-j NFQUEUE --queue-num $queue( |\$)"
 }
 listened() {
