@@ -95,11 +95,15 @@ POLICY_ARGS = --policy-pack policy $(if $(POLICY_CONFIG),--policy-pack-config $(
 
 # The state check first (kamaji_hami_platform/tools/upgrade_check.py): a state written before
 # protection, or a create-only setting changed, stops `up` with the platform's own message.
+# pulumi-kubernetes leaves each provider's kubeconfig (credentials included) in $TMPDIR: every
+# pulumi run gets a TMPDIR of its own, removed when it ends (the tool is stdlib only).
+PULUMI_PRIVATE = $(PYTHON) kamaji_hami_platform/tools/private_tmp.py pulumi
+
 up: check-tools check-kind-version stack policy/venv/.installed kamaji-chart
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.cgroup_check --stack $(STACK) --mode up
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.mirror_check --stack $(STACK) --mode up
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.upgrade_check --stack $(STACK) --mode up
-	pulumi up --yes --stack $(STACK) $(POLICY_ARGS)
+	$(PULUMI_PRIVATE) up --yes --stack $(STACK) $(POLICY_ARGS)
 
 # What `up` would change, with the policy pack enforced; needs neither Docker nor kind. The
 # Kamaji release loads its chart in every preview of a deployed stack: fetch it first.
@@ -107,7 +111,7 @@ preview: stack policy/venv/.installed kamaji-chart
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.cgroup_check --stack $(STACK) --mode preview
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.mirror_check --stack $(STACK) --mode preview
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.upgrade_check --stack $(STACK) --mode preview
-	pulumi preview --diff --stack $(STACK) $(POLICY_ARGS)
+	$(PULUMI_PRIVATE) preview --diff --stack $(STACK) $(POLICY_ARGS)
 
 # The Kamaji chart of the pinned tag, verified by digest, into .charts/ (reused once there).
 kamaji-chart: venv
@@ -119,7 +123,7 @@ kamaji-chart: venv
 # Kubernetes provider, whose discovery would wait on a cluster that is gone for the client's
 # dial timeouts: bound each request (pulumi-kubernetes provider.go PULUMI_K8S_CLIENT_TIMEOUT).
 down: check-tools stack
-	KHP_SKIP_DRAIN=1 PULUMI_K8S_CLIENT_TIMEOUT=$(K8S_CLIENT_TIMEOUT) pulumi destroy --yes --ignore-protect --stack $(STACK)
+	KHP_SKIP_DRAIN=1 PULUMI_K8S_CLIENT_TIMEOUT=$(K8S_CLIENT_TIMEOUT) $(PULUMI_PRIVATE) destroy --yes --ignore-protect --stack $(STACK)
 
 tenant-argument:
 	@[ -n "$(TENANT)" ] || { echo "usage: make unprotect-tenant TENANT=<name> [STACK=$(STACK)]"; exit 2; }

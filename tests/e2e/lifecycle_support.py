@@ -23,6 +23,7 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -34,6 +35,7 @@ import yaml
 from kamaji_hami_platform import network
 from kamaji_hami_platform.config import PROJECT, ManagementConfig
 from kamaji_hami_platform.tenant import node_join
+from kamaji_hami_platform.tools import private_tmp
 from tests.e2e.support import NO_CHANGE_OPS, SUBPROCESS_TIMEOUT, HostSnapshot, leftovers, planned_changes
 
 STACK_ENV = "E2E_LIFECYCLE_STACK"
@@ -253,6 +255,12 @@ def _pulumi(*args: str, stack: str) -> list[str]:
     return ["pulumi", *args, "--stack", stack, "--non-interactive"]
 
 
+def _private_pulumi(*args: str, stack: str) -> list[str]:
+    """As `make` runs up, preview and destroy: in a TMPDIR of their own, where pulumi-kubernetes
+    leaves each provider's kubeconfig (kamaji_hami_platform/tools/private_tmp.py)."""
+    return [sys.executable, str(private_tmp.__file__), *_pulumi(*args, stack=stack)]
+
+
 def init_command(stack: str) -> list[str]:
     # The DIY backend refuses an existing stack (pulumi v3.276.0 pkg/backend/diy/backend.go
     # CreateStack: StackAlreadyExistsError), so the run never adopts one.
@@ -260,18 +268,18 @@ def init_command(stack: str) -> list[str]:
 
 
 def up_command(stack: str) -> list[str]:
-    return _pulumi("up", "--yes", stack=stack)
+    return _private_pulumi("up", "--yes", stack=stack)
 
 
 def preview_command(stack: str) -> list[str]:
     # One PreviewDigest document on stdout at the end (pulumi v3.276.0 pkg/display/json.go).
-    return _pulumi("preview", "--json", stack=stack)
+    return _private_pulumi("preview", "--json", stack=stack)
 
 
 def destroy_command(stack: str) -> list[str]:
     # --ignore-protect destroys the protected kind cluster, control planes and guards as `make down`
     # does (pulumi v3.276.0 pkg/cmd/pulumi/operations/destroy.go), so no separate unprotect step.
-    return _pulumi("destroy", "--yes", "--ignore-protect", stack=stack)
+    return _private_pulumi("destroy", "--yes", "--ignore-protect", stack=stack)
 
 
 def remove_command(stack: str) -> list[str]:

@@ -168,6 +168,12 @@ class Engine:
     def backend(self) -> Path:
         return self.work / self.backend_folder
 
+    @property
+    def tmp(self) -> Path:
+        """The engine's TMPDIR: what pulumi-kubernetes leaves there (each provider's kubeconfig) goes
+        with the tier's folder, as `make` removes it with tools/private_tmp.py."""
+        return self.work / "tmp"
+
     def new_backend(self) -> Path:
         """A file backend without stacks from now on (the one before kept on disk): the tests name
         their stacks as users do (dev, ci, prod, lab), so a stack one test made would refuse the
@@ -211,6 +217,7 @@ class Engine:
             # (pulumi-kubernetes provider.go PULUMI_K8S_CLIENT_TIMEOUT), as `make down` does.
             "PULUMI_K8S_CLIENT_TIMEOUT": "10",
             "NO_COLOR": "1",
+            "TMPDIR": str(self.tmp),
         })
         return environment
 
@@ -320,6 +327,7 @@ def engine_for_tier(provider_env: dict[str, str] | None = None) -> Iterator[Engi
     try:
         engine = Engine(bin_dir, work, dict(provider_env or {}))
         engine.backend.mkdir()
+        engine.tmp.mkdir()
         copy_project(engine.project)
         engine.install_plugins()
         yield engine

@@ -56,7 +56,11 @@ def test_preview_and_up_fetch_the_verified_kamaji_chart_first(tools, target, eng
     lines = make(target, tools, "-n", "STACK=lab").stdout.splitlines()
     chart_module = "-m kamaji_hami_platform.management.kamaji_chart"
     fetch = next(i for i, line in enumerate(lines) if chart_module in line)
-    assert fetch < next(i for i, line in enumerate(lines) if line.startswith(engine))
+    assert fetch < next(i for i, line in enumerate(lines) if line.startswith(PRIVATE + engine))
+
+
+# How the Makefile runs pulumi up, preview and destroy: in a TMPDIR of its own (tools/private_tmp.py).
+PRIVATE = "python3 kamaji_hami_platform/tools/private_tmp.py "
 
 
 def fake_pulumi(tools: Path, version: str) -> None:
@@ -118,7 +122,7 @@ def test_a_stack_marked_production_runs_the_pack_with_its_config(tools, target, 
     """policy/config/<stack>.json marks a stack production: its advisory guardrails become mandatory."""
     def command(stack: str) -> str:
         lines = make(target, tools, "-n", f"STACK={stack}").stdout.splitlines()
-        return next(line for line in lines if line.startswith(engine))
+        return next(line for line in lines if line.startswith(PRIVATE + engine))
 
     assert command("prod").endswith("--policy-pack policy --policy-pack-config policy/config/prod.json")
     assert command("lab").rstrip().endswith("--policy-pack policy")

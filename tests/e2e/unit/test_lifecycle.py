@@ -175,12 +175,13 @@ def test_only_the_network_named_kind_is_taken_out():
 # --- bounded commands ------------------------------------------------------------------------
 
 def test_destroy_ignores_protection_and_stack_rm_never_forces():
+    private = [sys.executable, str(ROOT / "kamaji_hami_platform" / "tools" / "private_tmp.py")]
     destroy = life.destroy_command("e2e1")
-    assert destroy[:4] == ["pulumi", "destroy", "--yes", "--ignore-protect"] and "e2e1" in destroy
+    assert destroy[:6] == [*private, "pulumi", "destroy", "--yes", "--ignore-protect"] and "e2e1" in destroy
     remove = life.remove_command("e2e1")
     assert "--force" not in remove and "-f" not in remove and "--preserve-config" in remove
-    assert life.up_command("e2e1")[:3] == ["pulumi", "up", "--yes"]
-    assert life.preview_command("e2e1")[:3] == ["pulumi", "preview", "--json"]
+    assert life.up_command("e2e1")[:5] == [*private, "pulumi", "up", "--yes"]
+    assert life.preview_command("e2e1")[:5] == [*private, "pulumi", "preview", "--json"]
     assert (life.UP_TIMEOUT, life.DESTROY_TIMEOUT, life.PREVIEW_TIMEOUT) == (2700, 1200, 600)
 
 
