@@ -203,6 +203,7 @@ class Engine:
 
     def env(self) -> dict[str, str]:
         """The engine's environment: the caller's, without its Pulumi settings, with the tier's."""
+        self.tmp.mkdir(parents=True, exist_ok=True)  # an engine of its own (work/<name>) too
         environment = {key: value for key, value in os.environ.items()
                        if not key.startswith("PULUMI_") and key not in ("KUBECONFIG",)}
         environment.update({
@@ -327,7 +328,6 @@ def engine_for_tier(provider_env: dict[str, str] | None = None) -> Iterator[Engi
     try:
         engine = Engine(bin_dir, work, dict(provider_env or {}))
         engine.backend.mkdir()
-        engine.tmp.mkdir()
         copy_project(engine.project)
         engine.install_plugins()
         yield engine
