@@ -121,10 +121,14 @@ def test_no_image_was_pulled(cluster: Cluster):
     assert pulled and all("already present on machine" in message for message in pulled), pulled
 
 
-def test_a_claim_binds_through_local_path(cluster: Cluster, tmp_path: Path):
+def _carried_image(cluster: Cluster, part: str) -> str:
+    """A tag of an image the node image carries (no registry here), by a part of its name."""
     images = cluster.engine.docker("exec", f"{NAME}-control-plane", "crictl", "images", "-o", "json").stdout
-    helper = next(tag for image in json.loads(images)["images"] for tag in image["repoTags"]
-                  if "/local-path-helper:" in tag)
+    return next(tag for image in json.loads(images)["images"] for tag in image["repoTags"] if part in tag)
+
+
+def test_a_claim_binds_through_local_path(cluster: Cluster, tmp_path: Path):
+    helper = _carried_image(cluster, "/local-path-helper:")
     manifest = tmp_path / "claim.json"
     claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "khp-claim"},
              "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "16Mi"}}}}
@@ -147,12 +151,6 @@ def test_a_claim_binds_through_local_path(cluster: Cluster, tmp_path: Path):
         assert written.stdout.strip() == "written"
     finally:
         cluster.kubectl("delete", "-n", "default", "-f", str(manifest), check=False, timeout=180)
-
-
-def _carried_image(cluster: Cluster, part: str) -> str:
-    """A tag of an image the node image carries (no registry here), by a part of its name."""
-    images = cluster.engine.docker("exec", f"{NAME}-control-plane", "crictl", "images", "-o", "json").stdout
-    return next(tag for image in json.loads(images)["images"] for tag in image["repoTags"] if part in tag)
 
 
 def test_network_policies_are_judged_as_kindnetd_judges_them(cluster: Cluster, tmp_path: Path):
@@ -289,6 +287,12 @@ def test_the_platform_s_namespaces_admit_only_their_flows(cluster: Cluster, tmp_
                                             str(port), check=False).stdout.strip()
             assert reached == probes.OPEN, (pod.name, reached)
         assert probes.connect(cluster.kubectl, CERT_MANAGER_WEBHOOK, "10.96.0.1", 443) == probes.OPEN
+        # Beyond the cluster (the kind network's gateway, a closed port): a pod no policy selects is
+        # refused there, a pod of a default-deny namespace is dropped, as it is at a tenant's door.
+        gateway = cluster.engine.docker("inspect", "--format", "{{range .NetworkSettings.Networks}}"
+                                        "{{.Gateway}}{{end}}", node).stdout.strip()
+        assert "refused" in probes.connect(cluster.kubectl, OTHER, gateway, 1).lower()
+        assert probes.connect(cluster.kubectl, CERT_MANAGER_WEBHOOK, gateway, 1) == probes.TIMEOUT
     finally:
         cluster.kubectl("delete", "namespace", *namespaces, "--wait=true", check=False, timeout=300)
 
