@@ -30,7 +30,7 @@ def scripts() -> dict[str, tuple[str, str]]:
                                                                              "kamaji")),
         "a tenant network's create": ("sh", own_network.create_script(tenant, management)),
         "a tenant network's delete": ("sh", own_network.delete_script(tenant, management)),
-        "the host check": ("sh", docker_host.host_flags_script()),
+        "the host check": ("sh", docker_host.host_flags_script("kamaji-control-plane")),
         "the kind create": ("sh", render.kind_create_script(management)),
         "a worker's image": ("sh", node_join.image_pull_script(worker.image)),
         "a worker's create": ("bash", node_join.create_script(worker)),

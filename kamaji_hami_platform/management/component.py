@@ -319,7 +319,7 @@ class ManagementCluster(pulumi.ComponentResource):
         # (the real engine showed each worker replaced in the upgrade preview from 4dc9ef2).
         host_check = local.Command(
             f"{name}-docker-host",
-            create=docker_host.host_flags_script(),
+            create=docker_host.host_flags_script(render.control_plane_container(management)),
             triggers=[self.cluster.id],
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                 depends_on=[self.cluster], ignore_changes=["create"])))

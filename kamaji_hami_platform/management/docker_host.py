@@ -1,8 +1,10 @@
 """What a worker container needs from the Docker host it runs on, detected as kind detects it.
 
 A worker is started with the extra `docker run` flags kind gives its own node on such a host
-(`/dev/mapper`, `--userns=host`, `/dev/fuse`, proxy and snapshotter variables by name), read once
-per kind cluster, so workers behave as kind's node does.
+(`/dev/mapper`, `--userns=host`, `/dev/fuse`, proxy and snapshotter variables by name), and IPv4
+forwarding where a new container's network namespace would not have it (kubeadm join's preflight
+needs it; kind skips that preflight for its own node), read once per kind cluster, so workers
+behave as kind's node does.
 
 Upstream: kind v0.31.0 pkg/cluster/internal/providers/docker/provision.go `commonArgs`, util.go;
 providers/common/proxy.go `getProxyEnvs`.
@@ -26,9 +28,10 @@ HOST_FLAGS_ENV = "KHP_HOST_FLAGS"
 _PACKAGE = "kamaji_hami_platform.management"
 
 
-def host_flags_script() -> str:
-    """Print the extra `docker run` flags this Docker host needs, on one line (maybe empty)."""
-    return render_script(_PACKAGE, "docker_host_flags.sh", bounded_docker=bounded_docker())
+def host_flags_script(node: str) -> str:
+    """Print the extra `docker run` flags this Docker host needs, on one line (maybe empty); `node`
+    is the kind node's container, whose image probes what a new container's network gets."""
+    return render_script(_PACKAGE, "docker_host_flags.sh", bounded_docker=bounded_docker(), node=Text(node))
 
 
 def proxy_settings(environment: Mapping[str, str]) -> dict[str, str]:

@@ -377,7 +377,7 @@ class TestDriftAndTeardown:
 
         original = docker_host.host_flags_script
         monkeypatch.setattr(docker_host, "host_flags_script",
-                            lambda: original() + "# a later release's detection\n")
+                            lambda node: original(node) + "# a later release's detection\n")
         steps = preview_plan(before, lambda mocks: run_program(two_workers, preview=True, mocks=mocks))
         assert not [s for s in steps if s.op != "read"], steps
 

@@ -112,7 +112,8 @@ def _management_cases(prefix: str, management: ManagementConfig) -> Iterator[Cas
             management.docker_network, management.docker_subnet, management.name))
         yield Case(f"{prefix}/docker-network-delete.sh", SH, lambda: docker_network.delete_script(
             management.docker_network, management.name))
-        yield Case(f"{prefix}/docker-host-flags.sh", SH, docker_host.host_flags_script)
+        yield Case(f"{prefix}/docker-host-flags.sh", SH,
+                   lambda: docker_host.host_flags_script(render.control_plane_container(management)))
         yield Case(f"{prefix}/kindnet-limits.sh", SH, lambda: kindnet.remove_limits_script(management))
         yield Case(f"{prefix}/policy-engine-check.sh", SH,
                    lambda: policy_engine.policy_engine_check_script(management))

@@ -37,7 +37,7 @@ RERUN_TESTS = {
     "management-network": "tests/management/test_docker_network.py::TestCreate::"
                           "test_running_it_again_keeps_it",
     "management-docker-host":
-        "tests/management/test_docker_host.py::test_running_the_check_again_prints_the_same_and_only_reads",
+        "tests/management/test_docker_host.py::test_running_the_check_again_prints_the_same_and_leaves_nothing",
     "management-kubeconfig": "tests/management/test_render.py::TestKind::"
                              "test_the_kubeconfig_command_only_reads_so_running_it_again_is_harmless",
     "management-kindnet-limits": "tests/management/test_kindnet.py::test_a_second_run_changes_nothing",
