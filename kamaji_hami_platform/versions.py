@@ -6,6 +6,7 @@ An air-gapped user mirrors exactly what `python -m kamaji_hami_platform.versions
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 KIND_NODE_IMAGE_REPOSITORY = "kindest/node"
 KIND_NODE_VERSION = "v1.35.0"
@@ -46,13 +47,23 @@ class ChartSource:
     tag: str
     path: str  # the chart's folder in the repository
     digest: str
+    # A local copy of the tag's archive (GitHub's layout), for a machine without GitHub: the digest
+    # is checked all the same (make kamaji-chart ARCHIVES=<folder>).
+    local_archive: str | None = None
 
     @property
     def pin(self) -> str:
         return f"{self.repository}@{self.tag} {self.path} content sha256:{self.digest}"
 
     @property
+    def archive_name(self) -> str:
+        """What a local copy of the tag's archive is called: `<name>-<tag>.tar.gz`."""
+        return f"{self.name}-{self.tag}.tar.gz"
+
+    @property
     def archive_url(self) -> str:
+        if self.local_archive:
+            return Path(self.local_archive).resolve().as_uri()  # curl reads file:// as it downloads
         return f"https://github.com/{self.repository}/archive/refs/tags/{self.tag}.tar.gz"
 
 

@@ -6,14 +6,19 @@ from the tag's archive, refused unless its content digest is the pinned one, and
 
     python -m kamaji_hami_platform.management.kamaji_chart
         # make kamaji-chart: fetch and verify, print the path
+    python -m kamaji_hami_platform.management.kamaji_chart --archives <folder>
+        # make kamaji-chart ARCHIVES=<folder>: the tags' archives copied there (no GitHub), verified
 
 Rationale: docs/design/management-cluster.md.
 """
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
+from dataclasses import replace
+from pathlib import Path
 
 from kamaji_hami_platform import versions
 from kamaji_hami_platform.shell_templates import Shell, Text
@@ -54,10 +59,22 @@ def fetch_script(kamaji: ChartSource = versions.KAMAJI_CHART_SOURCE,
         kamaji_digest=Text(kamaji.digest), etcd_digest=Text(etcd.digest), cache_dir=CACHE_DIR)
 
 
-def main() -> int:
+def local_sources(folder: str) -> tuple[ChartSource, ChartSource]:
+    """The pinned sources, each taken from `<folder>/<name>-<tag>.tar.gz` (the tag's archive as
+    GitHub serves it, brought to a machine without GitHub): verified by the same digests."""
+    return tuple(replace(source, local_archive=str(Path(folder) / source.archive_name))
+                 for source in (versions.KAMAJI_CHART_SOURCE, versions.KAMAJI_ETCD_CHART_SOURCE))
+
+
+def main(argv: list[str] | None = None) -> int:
     """Fetch and verify the chart into the project's cache (a preview of a deployed stack on a
     machine that has not run `up` needs it: the release loads the chart in every preview)."""
-    result = subprocess.run(["/bin/sh", "-c", fetch_script()], text=True, capture_output=True,
+    parser = argparse.ArgumentParser(description="Fetch and verify the pinned Kamaji chart into .charts/")
+    parser.add_argument("--archives", metavar="FOLDER",
+                        help="take the tags' archives from FOLDER (<name>-<tag>.tar.gz) instead of GitHub")
+    args = parser.parse_args(argv)
+    script = fetch_script(*local_sources(args.archives)) if args.archives else fetch_script()
+    result = subprocess.run(["/bin/sh", "-c", script], text=True, capture_output=True,
                             timeout=FETCH_TIMEOUT_SECONDS, check=False)
     sys.stderr.write(result.stderr)
     sys.stdout.write(result.stdout)

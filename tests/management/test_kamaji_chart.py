@@ -8,12 +8,13 @@ import hashlib
 import io
 import subprocess
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from kamaji_hami_platform.management import kamaji_chart
-from kamaji_hami_platform.versions import ChartSource
+from kamaji_hami_platform.versions import KAMAJI_IMAGE_TAG, ChartSource
 from tests.standins import run_script
 
 pytestmark = pytest.mark.unit
@@ -131,3 +132,48 @@ def test_an_archive_without_the_chart_is_refused(tmp_path):
     object.__setattr__(kamaji, "path", "charts/not-there")
     result = fetch(tmp_path, kamaji, etcd)
     assert result.returncode == 1 and "has no charts/not-there" in result.stderr
+
+
+def test_a_local_copy_of_the_tags_archive_is_taken_by_name_and_verified(tmp_path):
+    """`make kamaji-chart ARCHIVES=<folder>` (a machine without GitHub): each chart comes from
+    `<name>-<tag>.tar.gz` there (curl reads the file:// URL as it downloads; the fetch script is
+    unchanged, so no running stack's chart command is updated), and is verified as a download is."""
+    folder = tmp_path / "archives"
+    folder.mkdir()
+    archive(folder / "kamaji-26.8.2-edge.tar.gz", "kamaji", "charts/kamaji", KAMAJI_FILES)
+    archive(folder / "kamaji-etcd-v0.15.0.tar.gz", "kamaji-etcd", "charts/kamaji-etcd", ETCD_FILES)
+    kamaji = ChartSource("kamaji", "clastix/kamaji", "26.8.2-edge", "charts/kamaji",
+                         tree_digest(KAMAJI_FILES))
+    etcd = ChartSource("kamaji-etcd", "clastix/kamaji-etcd", "v0.15.0", "charts/kamaji-etcd",
+                       tree_digest(ETCD_FILES))
+    local = [replace(source, local_archive=str(folder / source.archive_name)) for source in (kamaji, etcd)]
+    assert [source.archive_url for source in local] == [
+        (folder / "kamaji-26.8.2-edge.tar.gz").as_uri(), (folder / "kamaji-etcd-v0.15.0.tar.gz").as_uri()]
+    assert kamaji_chart.chart_dir(*local) == kamaji_chart.chart_dir(kamaji, etcd), "the same verified folder"
+    assert fetch(tmp_path, *local).returncode == 0
+
+
+def test_the_pinned_digests_judge_local_archives_too(tmp_path, monkeypatch, capsys):
+    """Archives whose charts are not the pinned ones are refused, naming the digests, and nothing
+    is downloaded or kept."""
+    folder = tmp_path / "archives"
+    folder.mkdir()
+    sources = kamaji_chart.local_sources(str(folder))
+    assert [Path(source.archive_url.removeprefix("file://")).name for source in sources] == [
+        f"kamaji-{KAMAJI_IMAGE_TAG}.tar.gz", "kamaji-etcd-v0.15.0.tar.gz"]
+    archive(folder / sources[0].archive_name, "kamaji", "charts/kamaji", KAMAJI_FILES)
+    archive(folder / sources[1].archive_name, "kamaji-etcd", "charts/kamaji-etcd", ETCD_FILES)
+    monkeypatch.chdir(tmp_path)
+    assert kamaji_chart.main(["--archives", str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert f"content digest {tree_digest(KAMAJI_FILES)}" in err and f"pins {sources[0].digest}" in err
+    assert "https://" not in err
+    kept = tmp_path / kamaji_chart.CACHE_DIR
+    assert not kept.exists() or not any(kept.iterdir())
+
+
+def test_a_missing_local_archive_is_named(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert kamaji_chart.main(["--archives", str(tmp_path / "none")]) == 1
+    missing = (tmp_path / "none" / f"kamaji-{KAMAJI_IMAGE_TAG}.tar.gz").as_uri()
+    assert f"cannot download {missing}" in capsys.readouterr().err
