@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kamaji_hami_platform import versions
-from kamaji_hami_platform.config import PlatformConfig, TenantConfig
+from kamaji_hami_platform.config import PlatformConfig, TenantConfig, read_stack_file
 from kamaji_hami_platform.gpu import GpuRequest, Placement, Plan, plan_tenant, possible_outcomes
 from kamaji_hami_platform.gpu.devices import tenant_devices
 from kamaji_hami_platform.gpu.placement import Outcome
+from kamaji_hami_platform.mirror import mirrored
 
 ROOT = Path(__file__).resolve().parents[2]
 ALLOCATED_ANNOTATION = "hami.io/vgpu-devices-allocated"
@@ -29,7 +30,20 @@ VGPU_NODE_ANNOTATION = "hami.io/vgpu-node"
 # HAMi v2.10.0 pkg/util/nodelock/nodelock.go: `<RFC3339 time>,<namespace>,<pod>` on the node.
 NODE_LOCK_ANNOTATION = "hami.io/mutex.lock"
 FILTERING_FAILED = "FilteringFailed"
-PROBE_IMAGE = versions.E2E_PROBE_IMAGE
+
+
+def _stack_mirror() -> str | None:
+    """The deployed stack's `images.mirror` (E2E_STACK's file, as conftest.py reads the stack)."""
+    try:
+        images = read_stack_file(ROOT / f"Pulumi.{os.environ.get('E2E_STACK', 'dev')}.yaml").get("images")
+    except (ValueError, OSError):
+        return None
+    return images.get("mirror") if isinstance(images, dict) else None
+
+
+# The suite's own pods pull as the stack's do: from its mirror when it names one (an air-gapped
+# stack reaches no other registry; the first live run's probes failed on ErrImagePull without it).
+PROBE_IMAGE = mirrored(versions.E2E_PROBE_IMAGE, _stack_mirror())
 # Every Kubernetes API call of the suite gives up after this many seconds, every
 # subprocess after SUBPROCESS_TIMEOUT: a hung API server fails a case, it never hangs it.
 REQUEST_TIMEOUT = 30
@@ -295,16 +309,29 @@ PROBE_CONNECT_TIMEOUT = 3
 TIMED_OUT = 124  # coreutils timeout's exit code
 
 
+# What busybox's nc says (its `nc` and `nc_bloaty` applets alike: the errno's text) when a connect is
+# answered with a reset, or gets no answer within -w.
+PROBE_VERDICTS = (("refused", "closed:refused"), ("timed out", "closed:timeout"),
+                  ("No route to host", "closed:unreachable"), ("unreachable", "closed:unreachable"))
+
+
 def probe_pod(name: str, targets: dict[str, str], port: int) -> dict[str, Any]:
-    """Tries a TCP connection to each target address and prints `<label>=open`, or
-    `<label>=closed:refused` (answered at once: a reset) or `<label>=closed:timeout` (dropped:
-    what a NetworkPolicy does under kube-network-policies)."""
+    """Tries a TCP connection to each target address and prints `<label>=open`,
+    `<label>=closed:refused` (a reset), `<label>=closed:timeout` (dropped: what a NetworkPolicy
+    does under kube-network-policies), `<label>=closed:unreachable`, or `<label>=error:<nc's words>`
+    for anything else, which no case counts as closed. Each verdict comes from nc's own message, not
+    from how long it took: Debian's busybox nc (the live tier's busybox image) has no `-z`, and the
+    first live run read its usage error as a refusal."""
     pairs = " ".join(f"{label}={address}" for label, address in sorted(targets.items()))
     wait = PROBE_CONNECT_TIMEOUT
-    script = (f"for target in {pairs}; do start=$(date +%s); "
-              f"if nc -z -w {wait} ${{target#*=}} {port}; then echo ${{target%%=*}}=open; "
-              f"elif [ $(( $(date +%s) - start )) -ge {wait} ]; then echo ${{target%%=*}}=closed:timeout; "
-              f"else echo ${{target%%=*}}=closed:refused; fi; done")
+    cases = " ".join(f'*"{text}"*) verdict={verdict};;' for text, verdict in PROBE_VERDICTS)
+    # nc copies stdin (empty) to the socket and exits once the server closes; `timeout` bounds a
+    # server that keeps a connected socket open (still "open": only a connect can fail).
+    script = (f"for target in {pairs}; do "
+              f"said=$(timeout {wait + 5} nc -w {wait} ${{target#*=}} {port} </dev/null 2>&1); status=$?; "
+              f"if [ $status -eq 0 ] || {{ [ $status -ge 124 ] && [ -z \"$said\" ]; }}; then verdict=open; "
+              f"else case \"$said\" in {cases} *) verdict=\"error:$(echo $said | tr ' =' '__')\";; esac; fi; "
+              f"echo ${{target%%=*}}=$verdict; done")
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "labels": {"app": "isolation-probe"}},
             "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,

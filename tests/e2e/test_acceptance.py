@@ -22,6 +22,7 @@ from kamaji_hami_platform import versions
 from kamaji_hami_platform.config import LOAD_BALANCER, TenantConfig
 from kamaji_hami_platform.gpu.card_fit import CARD_INSUFFICIENT_CORE
 from kamaji_hami_platform.management.render import control_plane_container
+from kamaji_hami_platform.mirror import mirrored
 from kamaji_hami_platform.tenant import node_join, own_network
 from kamaji_hami_platform.tenant.api_clients import source_ranges
 from kamaji_hami_platform.tenant.control_plane import API_PORT, KONNECTIVITY_PORT, api_port
@@ -372,7 +373,9 @@ def stray_probes(live: LiveStack, tenants: list[str]) -> dict[str, str]:
     by nobody) answers it: the positive control that the container's network works at all."""
     management = live.platform.management
     platform_network = management.docker_network
-    image = versions.kind_node_image(live.platform.tenants[0].kubernetes_version)
+    # The workers' image as the stack pulls it (from its mirror, if it names one): on this host already.
+    image = mirrored(versions.kind_node_image(live.platform.tenants[0].kubernetes_version),
+                     live.platform.images.mirror)
     kind_api = kind_node_address(control_plane_container(management), platform_network)
     found = {"kind node API": stray_container_probe(platform_network, image, kind_api, API_PORT)}
     assert found["kind node API"] == "open", f"positive control: {found}"

@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from kamaji_hami_platform import versions
 from kamaji_hami_platform.config import parse_config
 from tests.e2e import conftest as e2e_conftest
 from tests.e2e import support
@@ -101,7 +102,8 @@ def test_probe_results_and_reason_code():
 def test_probe_pod_tries_every_target():
     pod = support.probe_pod("p", {"own": "10.0.0.1", "other": "10.0.0.2"}, 6443)
     script = pod["spec"]["containers"][0]["command"][-1]
-    assert "other=10.0.0.2 own=10.0.0.1" in script and "nc -z -w 3" in script and "6443" in script
+    assert "other=10.0.0.2 own=10.0.0.1" in script and "nc -w 3" in script and "6443" in script
+    assert "nc -z" not in script, "Debian's busybox nc has no -z"
 
 
 def test_oracle_for_the_dev_stack(dev_config):
@@ -196,15 +198,25 @@ def test_the_mode_is_read_from_the_stack_file(tmp_path, monkeypatch):
     assert e2e_conftest.stack_is_kind("absent") is True
 
 
-def test_probe_tells_open_refused_and_timed_out_apart(tmp_path):
-    """The probe's script, run here with a stand-in `nc`: a reset answers at once, a dropped
-    packet (what a NetworkPolicy does) waits out the connect timeout."""
-    stand_in(tmp_path, "nc", '#!/bin/sh\ncase "$4" in 10.0.0.1) exit 0;; 10.0.0.2) exit 1;; '
-             '*) sleep 3; exit 1;; esac\n')
-    pod = support.probe_pod("p", {"a": "10.0.0.1", "b": "10.0.0.2", "c": "10.0.0.3"}, 6443)
+def test_probe_tells_open_refused_and_timed_out_apart_by_what_nc_says(tmp_path):
+    """The probe's script, run here with a stand-in `nc` that answers as busybox's did in the first
+    live run (tenant-a's pod: its own door, a closed port of its worker, the other tenant's door):
+    the verdict is nc's reason, and a failure that is none of them (a usage error) is no verdict."""
+    stand_in(tmp_path, "nc", '#!/bin/sh\ncase "$3" in '
+             '10.0.0.1) exit 0;; '
+             "10.0.0.2) echo \"nc: can't connect to remote host (10.0.0.2): Connection refused\" >&2; "
+             "exit 1;; "
+             '10.0.0.3) echo "nc: timed out" >&2; exit 1;; '
+             '10.0.0.4) echo "nc: can\'t connect to remote host (10.0.0.4): No route to host" >&2; exit 1;; '
+             "*) echo \"nc: invalid option -- 'z'\" >&2; exit 1;; esac\n")
+    pod = support.probe_pod("p", {"a": "10.0.0.1", "b": "10.0.0.2", "c": "10.0.0.3", "d": "10.0.0.4",
+                                  "e": "10.0.0.5"}, 6443)
     script = pod["spec"]["containers"][0]["command"][-1]
     result = run_script(script, shell="sh", tools=(tmp_path,), timeout=30)
-    assert support.probe_results(result.stdout) == {"a": "open", "b": "closed:refused", "c": "closed:timeout"}
+    verdicts = support.probe_results(result.stdout)
+    assert {k: v for k, v in verdicts.items() if k != "e"} == {
+        "a": "open", "b": "closed:refused", "c": "closed:timeout", "d": "closed:unreachable"}, result.stdout
+    assert verdicts["e"].startswith("error:nc:_invalid_option"), verdicts
 
 
 @pytest.mark.parametrize(("exit_code", "stderr", "expected"), [
@@ -291,3 +303,20 @@ class TestTheSuitesNamespaces:
 
     def test_a_namespace_already_gone_is_nothing_to_release(self):
         assert support.release_namespace(FakeNamespaces({}), "e2e-hami") is False
+
+
+def test_the_suites_pods_pull_from_the_stacks_mirror(tmp_path, monkeypatch):
+    """Found by the first live run: an air-gapped stack's probes and GPU pods pulled busybox from
+    Docker Hub (ErrImagePull); with images.mirror they pull it from the mirror, as the stack's pods do."""
+    (tmp_path / "Pulumi.air.yaml").write_text(
+        "config:\n  kamaji-hami-platform:images:\n    mirror: registry.example:5000\n")
+    (tmp_path / "Pulumi.open.yaml").write_text("config:\n  kamaji-hami-platform:tenants: []\n")
+    monkeypatch.setattr(support, "ROOT", tmp_path)
+    monkeypatch.setenv("E2E_STACK", "air")
+    assert support._stack_mirror() == "registry.example:5000"
+    monkeypatch.setenv("E2E_STACK", "open")
+    assert support._stack_mirror() is None
+    monkeypatch.setenv("E2E_STACK", "absent")
+    assert support._stack_mirror() is None
+    assert support.mirrored(versions.E2E_PROBE_IMAGE, "registry.example:5000") == \
+        "registry.example:5000/docker.io/library/busybox:1.36.1"
