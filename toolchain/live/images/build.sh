@@ -56,16 +56,18 @@ done
 # The charts (charts.sh) under the mirror's charts/ path, as the platform pulls them with a mirror.
 charts=$(bash "$images_here/charts.sh" "$bin" | tail -n 1)
 for chart in "$charts"/*.tgz; do
-  in_engine "$bin" "$engine" helm push --plain-http "$chart" "oci://$mirror/charts" >/dev/null 2>&1 \
+  in_engine "$bin" "$engine" helm push --ca-file "$(mirror_tls)/ca.crt" "$chart" "oci://$mirror/charts" >/dev/null 2>&1 \
     || die "could not push $(basename "$chart") to oci://$mirror/charts"
   say "pushed oci://$mirror/charts/$(basename "$chart" .tgz)"
 done
 # The kind node image (node-image/build.sh, cached) under its build tag, and under kind's name for
-# its version (it is kind's `build node-image` of that Kubernetes release) unless it carries the
-# stand-in CNI instead of kindnetd (KINDNET_SRC unset).
-node_image=$(bash "$live_here/node-image/build.sh" "$bin" "$engine" | tail -n 1)
-node_tags=("$node_image")
-[[ $node_image == *-standin-cni ]] || node_tags+=("${node_image%%-khp-*}")
+# its version (it is kind's `build node-image` of that Kubernetes release), with the stand-in CNI
+# (KINDNET_SRC is for the tenants' kindnetd image only): the live stack's kind node must enforce
+# NetworkPolicies (up reads that back: management/policy_engine.py), and kindnetd cannot on a
+# kernel without nftables' queue, where the stand-in feeds the same policy controller through
+# iptables. Workers use the image too, but never its CNI: theirs is the tenant's kindnet DaemonSet.
+node_image=$(env -u KINDNET_SRC bash "$live_here/node-image/build.sh" "$bin" "$engine" | tail -n 1)
+node_tags=("$node_image" "${node_image%%-khp-*}")
 for tag in "${node_tags[@]}"; do
   target=$(mirrored_ref "$tag" "$mirror")
   in_engine "$bin" "$engine" docker tag "$node_image" "$target"
@@ -73,7 +75,7 @@ for tag in "${node_tags[@]}"; do
   in_engine "$bin" "$engine" docker rmi "$target" >/dev/null
   say "pushed $target"
 done
-say "mirror $mirror: $(in_engine "$bin" "$engine" crane --insecure catalog "$mirror" | wc -l) repositories," \
+say "mirror $mirror: $(in_engine "$bin" "$engine" env SSL_CERT_FILE="$(mirror_tls)/ca.crt" crane catalog "$mirror" | wc -l) repositories," \
   "$(du -sh "$toolchain_cache/live-mirror" | cut -f1) on disk; images built in $(( $(date +%s) - start ))s"
 [ ${#left_out[@]} -eq 0 ] || say "left out (their images stay as an earlier build pushed them, if it did): ${left_out[*]}"
 [ ${#failed[@]} -eq 0 ] || die "failed: ${failed[*]}"

@@ -6,7 +6,8 @@
 # no value in a module zip), and laid out as each tag's Dockerfile-release.amd64: etcd, etcdctl
 # and etcdutl in /usr/local/bin, /var/etcd and /var/lib/etcd, EXPOSE 2379 2380,
 # CMD ["/usr/local/bin/etcd"]. v3.5.17's base is distroless static (the skeleton); v3.5.6's is
-# debian:bullseye, with a shell: busybox's applets stand in for its userland.
+# debian:bullseye, with a shell: busybox's applets stand in for its userland, and bookworm's bash
+# for its bash.
 # Usage: etcd.sh <bin folder>. The last line printed is the output folder.
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
@@ -34,9 +35,13 @@ for i in "${!versions[@]}"; do
   note="" workdir=/var/lib/etcd/
   if [ "$version" = v3.5.6 ]; then
     busybox_tools "$root"
+    # bullseye's bash too: kamaji-etcd v0.15.0's jobs run `bash -c` in this image (charts/kamaji-etcd/
+    # templates/etcd_job_preinstall_2.yaml), and busybox has no bash applet. Bookworm's, with its
+    # libraries: bullseye's is not in the Debian rootfs.
+    stage "$root" /usr/bin/bash
     echo 'hosts: files mdns4_minimal [NOTFOUND=return] dns mdns4' >> "$root/etc/nsswitch.conf"
     banner=$("$root/usr/bin/busybox" --help 2>&1 || true)  # whole: no pipe to close early
-    note="base debian:bullseye-20220328 stood in for by busybox $(awk 'NR == 1 {print $2}' <<<"$banner") (Debian's busybox-static) and Debian bookworm's CA bundle"
+    note="base debian:bullseye-20220328 stood in for by busybox $(awk 'NR == 1 {print $2}' <<<"$banner") (Debian's busybox-static), Debian bookworm's bash and CA bundle"
     workdir=/
   fi
   grep -q "etcd Version: ${version#v}" <<<"$("$root/usr/local/bin/etcd" --version)" || die "etcd $version: wrong version"

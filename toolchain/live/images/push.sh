@@ -14,7 +14,8 @@ set -euo pipefail
 usage="usage: push.sh <bin folder> <engine folder> <mirror> <family folder>"
 bin=${1:?$usage} engine=${2:?$usage} mirror=${3:?$usage} folder=${4:?$usage}
 build=$(basename "$folder") label=org.kamaji-hami-platform.build
-crane_() { in_engine "$bin" "$engine" crane --insecure "$@"; }
+tls=$(mirror_tls)
+crane_() { in_engine "$bin" "$engine" env SSL_CERT_FILE="$tls/ca.crt" crane "$@"; }
 # stop_signal TARGET SIGNAL: the image config's StopSignal set (crane mutate keeps it).
 stop_signal() {
   local edited

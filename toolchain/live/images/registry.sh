@@ -3,11 +3,15 @@
 # github.com/distribution/distribution/v3 v3.1.2) in a container on the tier's engine, laid out as
 # that tag's Dockerfile (/bin/registry, /etc/distribution/config.yml from cmd/registry/config-dev.yml,
 # /var/lib/registry, EXPOSE 5000, ENTRYPOINT ["registry"], CMD ["serve", ...], OTEL exporter off)
-# and run as kind's local-registry guide runs one (site/static/examples/kind-with-registry.sh,
-# kind v0.31.0): on the default bridge, published on 127.0.0.1:5001 of the engine's namespace, so
-# the mirror is "localhost:5001" for crane and the platform there, and kind nodes reach it through
-# a containerd hosts.toml that points localhost:5001 at http://khp-mirror:5000 (nodes.sh). Its
-# storage is a folder of the toolchain cache: images pushed once stay for every later engine.
+# with TLS (mirror-tls.sh: its certificate and key mounted read-only) and run in the engine namespace's own network (--network host), listening on port 5001 of every
+# address there: the mirror is "localhost:5001" for crane, the engine and the platform, and every
+# container of the engine, on whatever bridge (the platform's network, each tenant's), reaches it
+# at docker0's address through a containerd hosts.toml for localhost:5001 that the node image
+# carries (node-image/lib.sh mirror_hosts_toml). kind's local-registry guide
+# (site/static/examples/kind-with-registry.sh, kind v0.31.0) instead connects the registry to the
+# `kind` network, which would put it on every tenant's network; the namespace has no uplink, so
+# listening on all of its addresses reaches nothing beyond the engine. Its storage is a folder of
+# the toolchain cache: images pushed once stay for every later engine.
 # Usage: registry.sh <bin folder> <engine folder>. Starting a running mirror is a no-op. The last
 # line printed is the mirror's address.
 set -euo pipefail
@@ -15,7 +19,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 usage="usage: registry.sh <bin folder> <engine folder>"
 bin=${1:?$usage} engine=${2:?$usage}
-name=khp-mirror port=5001
+name=khp-mirror port=$mirror_port
 storage=$toolchain_cache/live-mirror
 registry=$(program_dir "$bin" registry)
 source=$(module_dir registry github.com/distribution/distribution/v3)
@@ -40,10 +44,15 @@ if ! docker_ image inspect "$image" >/dev/null 2>&1; then
   rm -f "$work.tar"
 fi
 mkdir -p "$storage"
-docker_ run -d --restart=always --name "$name" --network bridge -p "127.0.0.1:$port:5000" \
-  -v "$storage:/var/lib/registry" "$image" >/dev/null
+tls=$(mirror_tls)
+# config-dev.yml's debug server (metrics) listens on :5001 too: moved to loopback, beside it.
+docker_ run -d --restart=always --name "$name" --network host -e "REGISTRY_HTTP_ADDR=:$port" \
+  -e "REGISTRY_HTTP_DEBUG_ADDR=127.0.0.1:$((port + 1))" \
+  -e REGISTRY_HTTP_TLS_CERTIFICATE=/etc/distribution/tls/server.crt \
+  -e REGISTRY_HTTP_TLS_KEY=/etc/distribution/tls/server.key \
+  -v "$tls:/etc/distribution/tls:ro" -v "$storage:/var/lib/registry" "$image" >/dev/null
 for _ in $(seq 30); do
-  if in_engine "$bin" "$engine" crane catalog --insecure "localhost:$port" >/dev/null 2>&1; then
+  if in_engine "$bin" "$engine" env SSL_CERT_FILE="$tls/ca.crt" crane catalog "localhost:$port" >/dev/null 2>&1; then
     say "mirror up: localhost:$port (distribution $(basename "$source" | sed 's/.*@//'), storage $storage)"
     echo "localhost:$port"; exit 0
   fi

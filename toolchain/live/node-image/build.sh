@@ -48,7 +48,8 @@ images_key=$({ basename "$debian"; basename "$pause"; kind_version
   if [ "$cni" = standin ]; then echo "standin $(basename "${kindnetd#standin:}")"
   else basename "$(dirname "$kindnetd")"; fi
   scripts image-rootfs.sh images.sh kubernetes-tarball.sh kindnetd-standin.sh ../images/lib.sh; } | key_of)
-node_key=$({ echo "$base_key $images_key"; kind_version; scripts node-image.sh docker-shim.sh; } | key_of)
+node_key=$({ echo "$base_key $images_key"; kind_version; scripts node-image.sh docker-shim.sh
+  cat "$(mirror_tls)/ca.crt"; } | key_of)
 tag=kindest/node:$version-khp-$node_key$suffix
 archive=$node_cache/node-$node_key$suffix.tar
 

@@ -10,6 +10,19 @@ toolchain_cache=${KHP_TOOLCHAIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kamaji-ha
 # Every cached piece, each in a file or folder named after a hash of what made it (<step>-<key>).
 node_cache=$toolchain_cache/live-node-image
 arch=amd64
+# The tier's mirror (images/registry.sh): "localhost:5001" to the engine and to the stack's
+# images.mirror, over TLS (images/mirror-tls.sh); every container of the engine reaches it at the
+# engine's docker0 address, which engine-start.sh pins (--bip), through a containerd hosts.toml for
+# localhost:5001 with the mirror's CA beside it, which the node image carries (node-image.sh), so
+# the platform's kind node and its workers pull from it.
+mirror_port=5001
+mirror_address=172.17.0.1
+mirror_hosts_dir=/etc/containerd/certs.d/localhost:$mirror_port
+mirror_tls() { bash "$live_here/images/mirror-tls.sh" | tail -n 1; }
+mirror_hosts_toml() {
+  printf 'server = "https://localhost:%s"\n\n[host."https://%s:%s"]\n  capabilities = ["pull", "resolve"]\n  ca = "%s/ca.crt"\n' \
+    "$mirror_port" "$mirror_address" "$mirror_port" "$mirror_hosts_dir"
+}
 
 say() { echo "live: $*" >&2; }
 die() { say "$*"; exit 1; }

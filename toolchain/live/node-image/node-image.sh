@@ -36,6 +36,28 @@ if [ "$status" != 0 ]; then
   grep -v 'elapsed:\|resolving  ' "$shim/kind.log" | tail -n 40 | sed 's/^/live: kind: /' >&2
   die "kind build node-image failed ($status)"
 fi
+# A layer of the tier's own on kind's build (docker commit keeps the image's config), for every node
+# of this image, the platform's kind node and its workers alike:
+# - the tier's mirror: a hosts.toml for localhost:5001 and the mirror's CA (lib.sh);
+# - containerd's restrict_oom_score_adj = true, which kind-config.yaml sets for the tier's own
+#   clusters: without CAP_SYS_RESOURCE (scripts/runtime.sh drops it where the machine lacks it)
+#   runc in the node cannot lower a pod's oom_score_adj ("nsexec: failed to update
+#   /proc/self/oom_score_adj: Permission denied") and no pod starts; the platform renders no
+#   containerd patch for its nodes, so the image carries it. kind's entrypoint sets the same key of
+#   the same file for rootless nodes (kind v0.31.0 images/base/files/usr/local/bin/entrypoint).
+mkdir -p "$shim/certs.d/localhost:$mirror_port"
+mirror_hosts_toml > "$shim/certs.d/localhost:$mirror_port/hosts.toml"
+cp "$(mirror_tls)/ca.crt" "$shim/certs.d/localhost:$mirror_port/ca.crt"
+container=$(in_engine "$bin" "$engine" docker create "$tag")
+# shellcheck disable=SC2064 # the container's ID, known now
+trap "rm -rf '$shim'; in_engine '$bin' '$engine' docker rm -v '$container' >/dev/null 2>&1 || true" EXIT
+in_engine "$bin" "$engine" docker cp "$shim/certs.d/." "$container:/etc/containerd/certs.d/" >&2
+in_engine "$bin" "$engine" docker cp "$container:/etc/containerd/config.toml" "$shim/config.toml"
+grep -q '^ *restrict_oom_score_adj = false$' "$shim/config.toml" \
+  || die "kind's containerd config has no 'restrict_oom_score_adj = false' line to turn on"
+sed -i 's/^\( *restrict_oom_score_adj = \)false$/\1true/' "$shim/config.toml"
+in_engine "$bin" "$engine" docker cp "$shim/config.toml" "$container:/etc/containerd/config.toml"
+in_engine "$bin" "$engine" docker commit -m "the live tier's layer (node-image.sh)" "$container" "$tag" >/dev/null
 say "node image $tag built ($(in_engine "$bin" "$engine" docker image inspect -f '{{.Size}}' "$tag" \
   | awk '{printf "%.0f MB", $1 / 1e6}'))"
 echo "$tag"

@@ -20,12 +20,15 @@ if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
 fi
 rm -f "$pidfile" "$socket"
 
+# --bip: docker0's address is where every container reaches the mirror (node-image/lib.sh
+# mirror_address), pinned rather than left to the daemon's choice.
 # setsid: the engine outlives this script and the make that ran it; engine-stop.sh ends it.
 # shellcheck disable=SC2016 # expanded by the inner bash, inside the namespace
 setsid unshare --net --fork -- env PATH="$bin:$PATH" bash -c '
   ip link set lo up
   exec dockerd --data-root "$1/data" --exec-root "$1/exec" --host "unix://$1/docker.sock" \
-    --pidfile "$1/dockerd.pid" --add-runtime "khp-runc=$2/khp-runc" --default-runtime khp-runc
+    --pidfile "$1/dockerd.pid" --add-runtime "khp-runc=$2/khp-runc" --default-runtime khp-runc \
+    --bip 172.17.0.1/16
 ' engine "$root" "$bin" </dev/null >"$root/dockerd.log" 2>&1 &
 
 echo "live: starting the engine in $root (log: $root/dockerd.log)..." >&2

@@ -16,6 +16,15 @@ if [ -f "$pidfile" ] && pid=$(cat "$pidfile") && kill -0 "$pid" 2>/dev/null; the
   fi
 fi
 rm -f "$pidfile"
+# A host-network container (the tier's mirror, images/registry.sh) runs in dockerd's own network
+# namespace, which libnetwork bind-mounts at exec/netns/default and never unmounts: it destroys a
+# sandbox's namespace only when the sandbox is not that default one (moby v28.5.2
+# libnetwork/sandbox.go `!sb.config.useDefaultSandBox`). With dockerd gone, that mount is ours to
+# remove; any other mount left is still a failure.
+default_netns="$(realpath -m "$root")/exec/netns/default"
+if awk -v m="$default_netns" '$2 == m {found = 1} END {exit !found}' /proc/mounts; then
+  umount "$default_netns" && rm -f "$default_netns"
+fi
 left=$(awk -v root="$(realpath -m "$root")/" 'index($2, root) == 1 {print $2}' /proc/mounts)
 if [ -n "$left" ]; then
   echo "live: the engine left mounts under $root:" >&2
