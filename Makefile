@@ -19,7 +19,7 @@ export PULUMI_CONFIG_PASSPHRASE :=
 endif
 
 .PHONY: help up preview down test engine sim ssh test-venv e2e e2e-lifecycle lint images check-pulumi check-tools check-kind-version \
-	venv stack unprotect-tenant tenant-argument kamaji-chart mirror live-tools live-engine live-engine-stop live-engine-test live-node-image live-cluster-test live-images live-images-test
+	venv stack unprotect-tenant tenant-argument kamaji-chart mirror live-tools live-engine live-engine-stop live-engine-test live-node-image live-cluster-test live-images live-images-test live-stack live-up live-preview live-e2e live-down
 
 help:
 	@echo "make up       create the platform (stack $(STACK)): kind, Kamaji, tenants, HAMi"
@@ -36,9 +36,10 @@ help:
 	@echo "make live-cluster-test  a kind cluster from that image comes up Ready in the engine (needs root, Go)"
 	@echo "make live-images  every platform image built from source into the tier's mirror (localhost:5001)"
 	@echo "make live-images-test  those images run from the mirror; the live stack finds all it needs there"
+	@echo "make live-up / live-preview / live-e2e / live-down  the dev stack on the live engine (KAMAJI_SRC, KAMAJI_ETCD_SRC)"
 	@echo "              (engine, sim and ssh fail when a test skips; ALLOW_SKIP=1 lets them skip)"
 	@echo "make images   list every pinned image and chart"
-	@echo "make kamaji-chart  fetch and verify the pinned Kamaji chart (make preview does it)"
+	@echo "make kamaji-chart [ARCHIVES=<folder>]  fetch (or take from <name>-<tag>.tar.gz there) and verify the pinned Kamaji chart"
 	@echo "make mirror [MIRROR=<registry>] [FROM=<registry>]  copy every image and chart the stack pulls into a mirror"
 	@echo "make e2e      acceptance cases TC-00..TC-08 and the declared workloads against the deployed stack $(STACK)"
 	@echo "make e2e-lifecycle  up, cases, no-op preview, destroy on a throwaway stack"
@@ -115,7 +116,7 @@ preview: stack policy/venv/.installed kamaji-chart
 
 # The Kamaji chart of the pinned tag, verified by digest, into .charts/ (reused once there).
 kamaji-chart: venv
-	$(VENV)/bin/python -m kamaji_hami_platform.management.kamaji_chart
+	$(VENV)/bin/python -m kamaji_hami_platform.management.kamaji_chart $(if $(ARCHIVES),--archives $(ARCHIVES))
 
 # The kind cluster, the control planes and the create-only guards are protected (a change that
 # would replace them is refused): destroy on purpose ignores that (pulumi >= 3.256), and skips
@@ -207,6 +208,33 @@ live-images: live-engine
 # and the dev stack on v1.35.4 with images.mirror finds everything there (tests/live/test_images.py).
 live-images-test: test-venv live-tools
 	$(call require_tier,live) $(TEST_VENV)/bin/python -m pytest -m live -rs -v tests/live/test_images.py tests/live/test_door.py
+
+# The dev stack on the live tier (docs/development/live-stack.md): `make up` as users run it, in the
+# engine's namespace, with the real Pulumi engine (toolchain/pulumi/build.sh), the images of
+# `make live-images` from the tier's mirror, the node image built here, the Kamaji chart from
+# KAMAJI_SRC and KAMAJI_ETCD_SRC (verified by its digests), a home, backend and passphrase of its
+# own in LIVE_STACK_ROOT. live-down destroys it (and is what to run after a failed live-up).
+LIVE_STACK_ROOT ?= $(dir $(LIVE_ROOT))stack
+LIVE_STACK_ENV = bash toolchain/live/stack/env.sh "$$bin" "$$(bash toolchain/pulumi/build.sh | tail -n 1)" \
+	$(LIVE_ROOT) $(LIVE_STACK_ROOT)
+
+live-stack: venv live-engine
+	@bin=$(LIVE_TOOLS); node=$$(env -u KINDNET_SRC bash toolchain/live/node-image/build.sh "$$bin" $(LIVE_ROOT) | tail -n 1) && \
+	cgroup=$$(bash toolchain/live/scripts/engine-run.sh "$$bin" $(LIVE_ROOT) docker info -f '{{.CgroupVersion}}') && \
+	$(VENV)/bin/python toolchain/live/stack/config.py "$$node" "$$cgroup" >/dev/null && \
+	bash toolchain/live/stack/kamaji-chart.sh
+
+live-up: live-stack policy/venv/.installed
+	@bin=$(LIVE_TOOLS); $(LIVE_STACK_ENV) $(MAKE) --no-print-directory up STACK=live
+
+live-preview: live-stack policy/venv/.installed
+	@bin=$(LIVE_TOOLS); $(LIVE_STACK_ENV) $(MAKE) --no-print-directory preview STACK=live
+
+live-e2e: venv live-tools
+	@bin=$(LIVE_TOOLS); $(LIVE_STACK_ENV) $(MAKE) --no-print-directory e2e STACK=live
+
+live-down: live-tools
+	@bin=$(LIVE_TOOLS); $(LIVE_STACK_ENV) $(MAKE) --no-print-directory down STACK=live
 
 # The test virtualenv is kept while requirements.txt and the Python are the same (a stamp named
 # after both), and made afresh from requirements.txt alone when either changes.
