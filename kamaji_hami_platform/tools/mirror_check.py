@@ -10,9 +10,10 @@ where the reference pins one, so a mirror that rewrote a manifest fails here too
 anonymously, taking a pull token where the registry offers one (the token protocol of
 distribution's docs/spec/auth/token.md); a mirror that needs credentials for a pull cannot be
 checked this way: KHP_SKIP_MIRROR_CHECK=1 skips the check, saying so. HTTPS first, with this
-machine's trust (SSL_CERT_FILE as OpenSSL reads it, the trust the Pulumi engine's providers use
-too); a registry that answers plain HTTP is asked over HTTP, and refused: the stack's Helm releases
-pull their charts from it over HTTPS only (below).
+machine's trust (SSL_CERT_FILE as OpenSSL reads it, as the Pulumi engine's providers read it); a
+registry that answers plain HTTP is asked over HTTP (as helm v3.18.6, in the Kubernetes provider,
+falls back to it: pkg/registry/fallback.go), and a certificate this machine does not trust is an
+error of its own.
 """
 
 from __future__ import annotations
@@ -42,12 +43,6 @@ MANIFEST_TYPES = ", ".join((
     "application/vnd.docker.distribution.manifest.list.v2+json",
     "application/vnd.docker.distribution.manifest.v2+json"))
 HELM_CHARTS = (versions.CERT_MANAGER_CHART, versions.METALLB_CHART, versions.HAMI_CHART)
-# pulumi-kubernetes v4.34.2 gives its Helm releases a registry client without plain HTTP
-# (provider/pkg/provider/helm_release.go: registry.NewClient with only the debug and credentials
-# options; helm v3.18.6 pkg/registry/client.go sets PlainHTTP from that option alone), so an
-# oci:// chart of a plain-HTTP registry fails at its first release, after the cluster was built.
-PLAIN_HTTP = ("answers plain HTTP only, and the stack's Helm releases pull their charts from it over "
-              "HTTPS only (pulumi-kubernetes' Release has no plain-HTTP option): serve it over TLS")
 
 
 @dataclass(frozen=True)
@@ -130,7 +125,8 @@ class UntrustedMirror(Exception):
 def scheme_of(host: str, fetch: Fetch = http_fetch) -> str:
     """https, or http for a registry that answers plain HTTP (`GET /v2/`, the API's version check).
     A certificate this machine does not trust is an error of its own: asking over HTTP instead
-    would hide it, and the providers that pull charts would fail on it later."""
+    would hide it, and the Kubernetes provider, which pulls the charts with this machine's trust
+    (helm falls back to HTTP only for a registry that answers TLS with plain HTTP), fails on it."""
     try:
         fetch(urllib.request.Request(f"https://{host}/v2/"))
         return "https"
@@ -191,8 +187,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         scheme = scheme_of(items[0].host)
         lacking = problems(items, lambda item: status_of(item, scheme))
-        if scheme == "http":
-            lacking.insert(0, f"the mirror {platform.images.mirror} {PLAIN_HTTP}")
     except UntrustedMirror as error:
         lacking = [f"the mirror {platform.images.mirror}: {error}"]
     except (OSError, urllib.error.URLError) as error:

@@ -321,14 +321,18 @@ def probe_pod(name: str, targets: dict[str, str], port: int) -> dict[str, Any]:
     does under kube-network-policies), `<label>=closed:unreachable`, or `<label>=error:<nc's words>`
     for anything else, which no case counts as closed. Each verdict comes from nc's own message, not
     from how long it took: Debian's busybox nc (the live tier's busybox image) has no `-z`, and the
-    first live run read its usage error as a refusal."""
+    first live run read its usage error as a refusal. busybox's other nc (`nc_bloaty`, upstream's
+    default, NC_110_COMPAT) says why only when verbose (a timeout at -v, a refusal at -vv), and the
+    small one has no -v: the script asks nc's usage which one it is."""
     pairs = " ".join(f"{label}={address}" for label, address in sorted(targets.items()))
     wait = PROBE_CONNECT_TIMEOUT
     cases = " ".join(f'*"{text}"*) verdict={verdict};;' for text, verdict in PROBE_VERDICTS)
     # nc copies stdin (empty) to the socket and exits once the server closes; `timeout` bounds a
     # server that keeps a connected socket open (still "open": only a connect can fail).
-    script = (f"for target in {pairs}; do "
-              f"said=$(timeout {wait + 5} nc -w {wait} ${{target#*=}} {port} </dev/null 2>&1); status=$?; "
+    script = ("verbose=; nc --help 2>&1 | grep -q '^[[:space:]]*-v' && verbose=-vv; "
+              f"for target in {pairs}; do "
+              f"said=$(timeout {wait + 5} nc $verbose -w {wait} ${{target#*=}} {port} </dev/null 2>&1); "
+              "status=$?; "
               f"if [ $status -eq 0 ] || {{ [ $status -ge 124 ] && [ -z \"$said\" ]; }}; then verdict=open; "
               f"else case \"$said\" in {cases} *) verdict=\"error:$(echo $said | tr ' =' '__')\";; esac; fi; "
               f"echo ${{target%%=*}}=$verdict; done")

@@ -102,7 +102,7 @@ def test_probe_results_and_reason_code():
 def test_probe_pod_tries_every_target():
     pod = support.probe_pod("p", {"own": "10.0.0.1", "other": "10.0.0.2"}, 6443)
     script = pod["spec"]["containers"][0]["command"][-1]
-    assert "other=10.0.0.2 own=10.0.0.1" in script and "nc -w 3" in script and "6443" in script
+    assert "other=10.0.0.2 own=10.0.0.1" in script and "-w 3 ${target#*=} 6443" in script
     assert "nc -z" not in script, "Debian's busybox nc has no -z"
 
 
@@ -217,6 +217,24 @@ def test_probe_tells_open_refused_and_timed_out_apart_by_what_nc_says(tmp_path):
     assert {k: v for k, v in verdicts.items() if k != "e"} == {
         "a": "open", "b": "closed:refused", "c": "closed:timeout", "d": "closed:unreachable"}, result.stdout
     assert verdicts["e"].startswith("error:nc:_invalid_option"), verdicts
+
+
+def test_with_busyboxs_other_nc_the_probe_asks_it_to_say_why(tmp_path):
+    """Upstream busybox's default nc (nc_bloaty) is silent on a failed connect unless verbose: a
+    stand-in that answers as it does, its usage listing -v, its reasons only at -vv."""
+    stand_in(tmp_path, "nc", '#!/bin/sh\n'
+             'if [ "$1" = --help ]; then\n'
+             '  printf "Usage: nc [OPTIONS] HOST PORT\\n\\t-v\\tVerbose\\n" >&2; exit 1\n'
+             'fi\n'
+             '[ "$1" = -vv ] || exit 1\n'
+             'case "$4" in '
+             '10.0.0.1) echo "(UNKNOWN) [10.0.0.1] 6443 (?) open" >&2; exit 0;; '
+             '10.0.0.2) echo "(UNKNOWN) [10.0.0.2] 6443 (?) : Connection refused" >&2; exit 1;; '
+             '*) echo "(UNKNOWN) [$4] 6443 (?) : Connection timed out" >&2; exit 1;; esac\n')
+    pod = support.probe_pod("p", {"a": "10.0.0.1", "b": "10.0.0.2", "c": "10.0.0.3"}, 6443)
+    script = pod["spec"]["containers"][0]["command"][-1]
+    result = run_script(script, shell="sh", tools=(tmp_path,), timeout=30)
+    assert support.probe_results(result.stdout) == {"a": "open", "b": "closed:refused", "c": "closed:timeout"}
 
 
 @pytest.mark.parametrize(("exit_code", "stderr", "expected"), [

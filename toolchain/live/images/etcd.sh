@@ -35,7 +35,7 @@ for i in "${!versions[@]}"; do
   note="" workdir=/var/lib/etcd/
   if [ "$version" = v3.5.6 ]; then
     busybox_tools "$root"
-    # bullseye's bash too: kamaji-etcd v0.15.0's jobs run `bash -c` in this image (charts/kamaji-etcd/
+    # bullseye's bash too: kamaji-etcd v0.15.0's setup job runs `bash -c` in this image (charts/kamaji-etcd/
     # templates/etcd_job_preinstall_2.yaml), and busybox has no bash applet. Bookworm's, with its
     # libraries: bullseye's is not in the Debian rootfs.
     stage "$root" /usr/bin/bash

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The tier's mirror speaks TLS, as a user's mirror does: the stack's Helm releases pull their
-# charts over HTTPS only (kamaji_hami_platform/tools/mirror_check.py PLAIN_HTTP). This makes, once,
+# The tier's mirror speaks TLS, as a user's mirror usually does, so the live stack pulls images and
+# charts as users do (the Kubernetes provider, containerd and the mirror check each verifying the
+# certificate against the CA they were given). This makes, once,
 # a CA of the tier's own and a server certificate for every name the mirror is reached by
 # (localhost, 127.0.0.1, and docker0's address, node-image/lib.sh mirror_address), into
 # $toolchain_cache/live-mirror-tls: ca.crt, server.crt, server.key (0600). The CA's key signs the
