@@ -7,8 +7,8 @@
 # $toolchain_cache/live-mirror-tls: ca.crt, server.crt, server.key (0600). The CA's key signs the
 # server certificate and is deleted: nothing can sign another certificate with this CA.
 # Who trusts ca.crt: the kind nodes' containerd (the node image's hosts.toml), the Pulumi engine and
-# its providers (stack/env.sh: SSL_CERT_FILE), helm pushing charts (build.sh). Usage: mirror-tls.sh;
-# the last line printed is the folder.
+# its providers (stack/env.sh: SSL_CERT_FILE), crane and helm pushing into it (push.sh, build.sh).
+# Usage: mirror-tls.sh; the last line printed is the folder.
 set -euo pipefail
 # shellcheck source=../node-image/lib.sh source-path=SCRIPTDIR
 . "$(dirname "$0")/../node-image/lib.sh"

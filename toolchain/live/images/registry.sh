@@ -3,8 +3,8 @@
 # github.com/distribution/distribution/v3 v3.1.2) in a container on the tier's engine, laid out as
 # that tag's Dockerfile (/bin/registry, /etc/distribution/config.yml from cmd/registry/config-dev.yml,
 # /var/lib/registry, EXPOSE 5000, ENTRYPOINT ["registry"], CMD ["serve", ...], OTEL exporter off)
-# with TLS (mirror-tls.sh: its certificate and key mounted read-only) and run in the engine namespace's own network (--network host), listening on port 5001 of every
-# address there: the mirror is "localhost:5001" for crane, the engine and the platform, and every
+# with TLS (mirror-tls.sh: its certificate and key mounted read-only) and run in the engine
+# namespace's own network (--network host), listening on port 5001 of every address there: the mirror is "localhost:5001" for crane, the engine and the platform, and every
 # container of the engine, on whatever bridge (the platform's network, each tenant's), reaches it
 # at docker0's address through a containerd hosts.toml for localhost:5001 that the node image
 # carries (node-image/lib.sh mirror_hosts_toml). kind's local-registry guide

@@ -34,5 +34,5 @@ export PULUMI_HOME=$stack/home PULUMI_BACKEND_URL=file://$stack/state PULUMI_CON
 export PULUMI_SKIP_UPDATE_CHECK=true PULUMI_IGNORE_AMBIENT_PLUGINS=true
 export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
 unset PULUMI_CONFIG_PASSPHRASE PULUMI_ACCESS_TOKEN KUBECONFIG
-install_plugins "$pulumi_bin" "$stack/path/pulumi"
+install_plugins "$pulumi_bin" "$stack/path/pulumi" "$here/../../../requirements.txt"
 exec bash "$here/../scripts/engine-run.sh" "$live_bin" "$engine" env PATH="$stack/path:$live_bin:$PATH" "$@"

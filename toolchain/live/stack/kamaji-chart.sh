@@ -6,6 +6,8 @@
 # it would a download. A verified chart already in .charts/ is kept.
 # Usage: kamaji-chart.sh (in the project folder)
 set -euo pipefail
+verified=$(python3 -c 'from kamaji_hami_platform.management import kamaji_chart as k; print(f"{k.chart_dir()}/{k.VERIFIED_MARKER}")')
+if [ -f "$verified" ]; then echo "${verified%/*}"; exit 0; fi
 : "${KAMAJI_SRC:?set KAMAJI_SRC to an export of clastix/kamaji 26.8.2-edge (docs/development/live-images.md)}"
 : "${KAMAJI_ETCD_SRC:?set KAMAJI_ETCD_SRC to an export of clastix/kamaji-etcd v0.15.0 (git archive v0.15.0)}"
 archives=$(mktemp -d)
