@@ -252,7 +252,7 @@ test-venv: $(TEST_VENV_STAMP)
 # The live suite skips with its reason when no stack is reachable.
 e2e: venv
 	E2E_STACK=$(STACK) $(VENV)/bin/python -m pytest -m e2e -rs -v tests/e2e/test_acceptance.py \
-		tests/e2e/test_declared_workloads.py
+		tests/e2e/test_declared_workloads.py tests/e2e/test_isolation.py
 
 e2e-lifecycle: check-tools venv
 	E2E_LIFECYCLE=1 $(VENV)/bin/python -m pytest -m e2e -rs -v -s tests/e2e/test_lifecycle.py

@@ -10,7 +10,7 @@ text, never a skip: a green run means something was tested.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -18,7 +18,9 @@ import pytest
 import yaml
 
 from kamaji_hami_platform.config import MODE_KIND, PlatformConfig, TenantConfig, load_stack, read_stack_file
-from tests.e2e.support import ROOT, backend_env, error_text, missing_prerequisite
+from tests.e2e.cases import NAMESPACE
+from tests.e2e.suite_namespaces import delete_namespace, fresh_namespace, gone
+from tests.e2e.support import ROOT, backend_env, error_text, missing_prerequisite, wait_for
 
 STACK = os.environ.get("E2E_STACK", "dev")
 REQUIRE_STACK = "E2E_REQUIRE_STACK"
@@ -103,3 +105,15 @@ def open_live_stack(name: str, connect_to: Callable[[str], LiveStack] = connect)
 @pytest.fixture(scope="session")
 def live() -> LiveStack:
     return open_live_stack(STACK)
+
+
+@pytest.fixture(scope="module")
+def namespaces(live: LiveStack) -> Iterator[dict[str, Any]]:
+    """A fresh test namespace in every tenant; deleted (and awaited) after the module's cases."""
+    for client in live.tenants.values():
+        fresh_namespace(client, NAMESPACE)
+    yield live.tenants
+    for client in live.tenants.values():
+        delete_namespace(client, NAMESPACE)
+    for client in live.tenants.values():
+        wait_for(f"namespace {NAMESPACE} to be deleted", lambda c=client: gone(c, NAMESPACE), 180)

@@ -305,7 +305,9 @@ def gpu_pod(name: str, limits: dict[str, int], scheduler_name: str | None = None
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
 
 
-PROBE_CONNECT_TIMEOUT = 3
+# Over the ~3 s in which Linux gives up resolving a neighbour nobody holds (3 probes, 1 s apart),
+# so that such a connect says `No route to host` every time rather than racing the timeout.
+PROBE_CONNECT_TIMEOUT = 5
 TIMED_OUT = 124  # coreutils timeout's exit code
 
 
@@ -351,15 +353,33 @@ def _connect(address: str, port: int) -> list[str]:
     return ["timeout", str(PROBE_CONNECT_TIMEOUT), "bash", "-c", f"exec 3<>/dev/tcp/{address}/{port}"]
 
 
-def _verdict(result: subprocess.CompletedProcess[str], where: str) -> str:
-    if result.returncode == 0:
+# A Docker CLI that could not run the probe at all (125: docker's own error, 126/127: the command
+# in the container could not be run): never a verdict.
+DOCKER_FAILED = (125, 126, 127)
+DOCKER_ERRORS = ("No such container", "Cannot connect to the Docker daemon", "Unable to find image",
+                 "docker: Error", "error during connect")
+
+
+def connect_verdict(returncode: int, said: str) -> str:
+    """bash's own reason for a failed /dev/tcp connect, read from its `connect: <reason>` line
+    (`Connection refused`, `No route to host`, `Network is unreachable`); `closed:timeout` only when
+    `timeout` stopped a connect that said nothing. Anything else: `error:<what it said>`."""
+    if returncode == 0:
         return "open"
-    if result.returncode == TIMED_OUT:
+    if returncode == TIMED_OUT and not said:
         return "closed:timeout"
-    if any(text in result.stderr for text in ("No such container", "Cannot connect to the Docker daemon",
-                                              "Unable to find image", "docker: Error")):
-        raise RuntimeError(f"cannot probe from {where}: {result.stderr.strip()}")
-    return "closed:refused"
+    reasons = [line for line in said.splitlines() if "connect:" in line]
+    for text, verdict in PROBE_VERDICTS:
+        if any(text in line for line in reasons):
+            return verdict
+    return f"error:{said or f'exit {returncode}'}"
+
+
+def _verdict(result: subprocess.CompletedProcess[str], where: str) -> str:
+    said = result.stderr.strip()
+    if result.returncode in DOCKER_FAILED or any(text in said for text in DOCKER_ERRORS):
+        raise RuntimeError(f"cannot probe from {where}: {said or f'exit {result.returncode}'}")
+    return connect_verdict(result.returncode, said)
 
 
 def host_network_probe(container: str, address: str, port: int) -> str:
@@ -379,10 +399,10 @@ def host_network_probe(container: str, address: str, port: int) -> str:
 ROOT_PROBE = r"""
 set -u
 api=$1 port=$2 mode=$3 via=$4 wait=$5
-# "default via <gateway> dev <interface> ...": the fifth word.
+# "default via <gateway> dev <interface> ...": the third and fifth words.
 # shellcheck disable=SC2046 # split on purpose
 set -- $(ip -o -4 route show default)
-dev=$5
+gateway=$3 dev=$5
 undo() {
   ip route del "$api/32" 2>/dev/null
   if [ "$mode" = forged ]; then ip addr del "$via/32" dev "$dev" 2>/dev/null; fi
@@ -391,8 +411,12 @@ undo() {
 trap undo EXIT
 case "$mode" in
   relay) ip route replace "$api/32" via "$via" dev "$dev" onlink || exit 3 ;;
-  forged) ip addr add "$via/32" dev "$dev" || exit 3
-          ip route replace "$api/32" dev "$dev" src "$via" || exit 3 ;;
+  # The hop the kernel takes anyway (the gateway, or none for an address of the segment), from
+  # the forged source: the packet really leaves, and the host's forwarding judges it.
+  forged) if ip -o -4 route get "$api" | grep -q " via "; then hop="via $gateway"; else hop=; fi
+          ip addr add "$via/32" dev "$dev" || exit 3
+          # shellcheck disable=SC2086 # $hop: no words, or two
+          ip route replace "$api/32" $hop dev "$dev" src "$via" || exit 3 ;;
   *) exit 3 ;;
 esac
 timeout "$wait" bash -c "exec 3<>/dev/tcp/$api/$port"
@@ -402,8 +426,9 @@ ROOT_PROBE_SETUP_FAILED = 3
 
 def root_probe(container: str, address: str, port: int, mode: str, via: str) -> str:
     """A TCP connection from a worker as its root would try it: `relay` through `via` (a
-    neighbour, or an address that is none on the worker's segment) or `forged` from the address
-    `via` added to the worker's interface. `open`, `closed:refused` or `closed:timeout`."""
+    neighbour, or an address that is none on the worker's segment: `closed:unreachable`, nobody
+    answers for it) or `forged` from the address `via` added to the worker's interface, sent the
+    way the kernel routes it. A verdict as `connect_verdict` gives it."""
     command = ["docker", "exec", container, "bash", "-c", ROOT_PROBE, "root-probe", address, str(port), mode,
                via, str(PROBE_CONNECT_TIMEOUT)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=HOST_PROBE_TIMEOUT, check=False)
@@ -421,6 +446,78 @@ def stray_container_probe(network: str, image: str, address: str, port: int) -> 
                *_connect(address, port)[1:]]
     result = subprocess.run(command, capture_output=True, text=True, timeout=HOST_PROBE_TIMEOUT, check=False)
     return _verdict(result, f"a container on {network}")
+
+
+# Run in a container: $1 TCP connects to $2:$3, all started at once, each given $4 seconds; one line
+# per connect: `0 ` (connected) or its exit status and bash's words, from which connect_verdict
+# reads the reason. Each connect's SYN and its retries arrive within those seconds: a burst of a few
+# hundred connections, not a packet flood.
+FLOOD_PROBE = r"""
+count=$1 address=$2 port=$3 wait=$4 i=0
+while [ "$i" -lt "$count" ]; do
+  (said=$(timeout "$wait" bash -c "exec 3<>/dev/tcp/$address/$port" 2>&1); status=$?
+   # One write per connect, so that lines from the others cannot cut it: bash's words on one line.
+   printf '%s %s\n' "$status" "${said//$'\n'/ }") &
+  i=$((i + 1))
+done
+wait
+"""
+FLOOD_WAIT = 5
+
+
+def _burst_verdicts(result: subprocess.CompletedProcess[str], where: str, count: int) -> dict[str, int]:
+    """How many connects of the burst ended with each verdict; every connect must have reported."""
+    if result.returncode in DOCKER_FAILED or any(text in result.stderr for text in DOCKER_ERRORS):
+        raise RuntimeError(f"cannot send a burst from {where}: {result.stderr.strip()}")
+    verdicts: dict[str, int] = {}
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    for line in lines:
+        status, _, said = line.strip().partition(" ")
+        verdict = connect_verdict(int(status), said.strip())
+        verdicts[verdict] = verdicts.get(verdict, 0) + 1
+    if len(lines) != count:
+        raise RuntimeError(f"a burst of {count} from {where} reported {len(lines)} connects: {verdicts}")
+    return verdicts
+
+
+def burst_from_container(container: str, address: str, port: int, count: int) -> dict[str, int]:
+    """`count` simultaneous connects from a container (a worker, as its root): verdict -> how many."""
+    command = ["docker", "exec", container, "bash", "-c", FLOOD_PROBE, "burst", str(count), address,
+               str(port), str(FLOOD_WAIT)]
+    return _burst_verdicts(subprocess.run(command, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT,
+                                          check=False), container, count)
+
+
+def burst_from_network(network: str, image: str, address: str, port: int, count: int) -> dict[str, int]:
+    """The same burst from a throwaway container on `network` (Docker gives it a dynamic address)."""
+    command = ["docker", "run", "--rm", "--network", network, "--entrypoint", "bash", image, "-c",
+               FLOOD_PROBE, "burst", str(count), address, str(port), str(FLOOD_WAIT)]
+    return _burst_verdicts(subprocess.run(command, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT,
+                                          check=False), f"a container on {network}", count)
+
+
+def local_probe(address: str, port: int) -> str:
+    """The same connect from this host itself (the gateway of every tenant network): the positive
+    control of a worker's services over the network, not from the worker."""
+    import socket
+
+    try:
+        with socket.create_connection((address, port), timeout=PROBE_CONNECT_TIMEOUT):
+            return "open"
+    except TimeoutError:
+        return "closed:timeout"
+    except ConnectionRefusedError:
+        return "closed:refused"
+    except OSError as error:
+        return "closed:unreachable" if error.errno in (113, 101) else f"error:{error}"
+
+
+def container_networks(container: str) -> list[str]:
+    """The Docker networks a container is attached to, sorted."""
+    result = subprocess.run(["docker", "container", "inspect", "--format",
+                             "{{range $name, $_ := .NetworkSettings.Networks}}{{$name}} {{end}}", container],
+                            capture_output=True, text=True, timeout=HOST_PROBE_TIMEOUT, check=True)
+    return sorted(result.stdout.split())
 
 
 def kind_node_address(container: str, network: str) -> str:

@@ -11,7 +11,6 @@ timeout, every wait has a bound and fails with evidence. The GPU cases live in
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from functools import partial
 from typing import Any
 from urllib.parse import urlparse
@@ -29,16 +28,14 @@ from kamaji_hami_platform.tenant.control_plane import API_PORT, KONNECTIVITY_POR
 from tests.e2e import cases
 from tests.e2e.cases import NAMESPACE, GpuTenant
 from tests.e2e.conftest import PLATFORM_KUBECONFIGS, LiveStack
+from tests.e2e.suite_namespaces import core, delete_namespace, fresh_namespace
 from tests.e2e.support import (
     HAMI_DEFAULT_LOCK_EXPIRY,
     REQUEST_TIMEOUT,
-    NotTheSuites,
-    claim_namespace,
     host_network_probe,
     kind_node_address,
     probe_pod,
     probe_results,
-    release_namespace,
     root_probe,
     stray_container_probe,
     wait_for,
@@ -53,47 +50,6 @@ PROBE_TIMEOUT = 180
 # A management-cluster namespace with no NetworkPolicy at all: a probe from there is
 # refused by the target tenant's ingress policy alone.
 UNPOLICED_NAMESPACE = "e2e-unpoliced"
-
-
-def core(client: Any) -> Any:
-    from kubernetes import client as k8s
-
-    return k8s.CoreV1Api(client)
-
-
-def _gone(client: Any, namespace: str) -> bool:
-    from kubernetes.client.exceptions import ApiException
-
-    try:
-        core(client).read_namespace(namespace, _request_timeout=T)
-    except ApiException as error:
-        return error.status == 404
-    return False
-
-
-def _delete_namespace(client: Any, namespace: str) -> None:
-    """Only the suite's own (labelled) namespace is deleted (tests/e2e/support.py)."""
-    release_namespace(core(client), namespace)
-
-
-def fresh_namespace(client: Any, namespace: str) -> None:
-    try:
-        claim_namespace(core(client), namespace, lambda: wait_for(
-            f"leftover namespace {namespace} to go", lambda: _gone(client, namespace), 120))
-    except NotTheSuites as error:
-        pytest.fail(str(error), pytrace=False)
-
-
-@pytest.fixture(scope="module")
-def namespaces(live: LiveStack) -> Iterator[dict[str, Any]]:
-    """A fresh test namespace in every tenant; deleted (and awaited) afterwards."""
-    for client in live.tenants.values():
-        fresh_namespace(client, NAMESPACE)
-    yield live.tenants
-    for client in live.tenants.values():
-        _delete_namespace(client, NAMESPACE)
-    for client in live.tenants.values():
-        wait_for(f"namespace {NAMESPACE} to be deleted", lambda c=client: _gone(c, NAMESPACE), 180)
 
 
 def gpu_tenants(live: LiveStack, namespaces: dict[str, Any]) -> list[GpuTenant]:
@@ -188,6 +144,7 @@ def run_probe(client: Any, namespace: str, targets: dict[str, str], port: int = 
 
 
 POLICY_DROP = "closed:timeout"
+NO_NEIGHBOUR = "closed:unreachable"
 KUBELET_PORT = 10250
 
 
@@ -231,7 +188,8 @@ def test_tc02_isolation_between_tenants(live: LiveStack, namespaces):
     worker (routing through A's worker, the kind node or this host, or sending from an address of
     A's network), not from a management namespace; while A's own pod and A's own worker reach it
     (positive controls, or "closed" would prove nothing). "Closed" must be a drop (a timeout), the
-    policy's verdict: a refusal would be something else (no endpoint, a reset).
+    policy's verdict: a refusal would be something else (no endpoint, a reset); routing through the
+    other tenant's worker must find no such neighbour (`closed:unreachable`).
     kube-network-policies drops a packet if either side denies it: the probe from a management
     namespace without any policy tests the target's ingress alone."""
     tenants = [t.name for t in live.platform.tenants]
@@ -276,8 +234,9 @@ def root_on_worker_probes(live: LiveStack, own: str, other: str) -> dict[str, st
     """As root on `own`'s worker (a privileged host-network pod can do as much): send to
     `other`'s API through `other`'s worker and this host, to `other`'s control plane address, the
     kind node's API server and kubelet through `own`'s door (which forwards nothing), and from an
-    address of `other`'s network (an unused worker address, its gateway's). Every one is dropped.
-    Positive controls: `own`'s API straight to its door, and from a spare address of `own`'s
+    address of `other`'s network (an unused worker address, its gateway's, sent by the gateway).
+    Every one is dropped, but the route through `other`'s worker, which finds no such neighbour on
+    `own`'s network. Positive controls: `own`'s API straight to its door, and from a spare address of `own`'s
     network (the door admits its whole network)."""
     management = live.platform.management
     attacker, victim = live.tenant(own), live.tenant(other)
@@ -297,8 +256,9 @@ def root_on_worker_probes(live: LiveStack, own: str, other: str) -> dict[str, st
             ("own, through its door", mine, port, "relay", mine, "open"),
             ("own, from a spare address", mine, port, "forged", home.worker_address(attacker.workers),
              "open"),
+            # Not on this network: nobody answers for the next hop (`No route to host`), nothing is sent.
             ("via its worker", theirs, port, "relay", node_join.Worker(victim, 0, management).address,
-             POLICY_DROP),
+             NO_NEIGHBOUR),
             ("via this host", theirs, port, "relay", str(home.gateway), POLICY_DROP),
             ("its control plane, via the own door", their_plane, port, "relay", mine, POLICY_DROP),
             ("the kind node's API server, via the own door", kind_node, API_PORT, "relay", mine, POLICY_DROP),
@@ -362,7 +322,7 @@ def management_namespace_probes(live: LiveStack, first: str, second: str) -> dic
                 "its ingress does not deny"
             found[f"unpoliced -> {name}"] = unpoliced[name]
     finally:
-        _delete_namespace(live.management, UNPOLICED_NAMESPACE)
+        delete_namespace(live.management, UNPOLICED_NAMESPACE)
     return found
 
 

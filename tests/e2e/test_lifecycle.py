@@ -35,8 +35,10 @@ pytestmark = pytest.mark.e2e
 CASES_TIMEOUT = 45 * 60
 TENANT_NAME_LIMIT = 40
 # The cases `make e2e` runs: TC-00..TC-08, then the declared workloads (the stack inherits the dev
-# stack's, the mission's three pods per tenant).
-ACCEPTANCE = ("tests/e2e/test_acceptance.py", "tests/e2e/test_declared_workloads.py")
+# stack's, the mission's three pods per tenant), then TC-02's further probes and the kind node's
+# restart (last: it restarts what the others use).
+ACCEPTANCE = ("tests/e2e/test_acceptance.py", "tests/e2e/test_declared_workloads.py",
+              "tests/e2e/test_isolation.py")
 LIFECYCLE_SUBNET = life.DEFAULT_SUBNET
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 
 import pytest
 
@@ -102,7 +103,7 @@ def test_probe_results_and_reason_code():
 def test_probe_pod_tries_every_target():
     pod = support.probe_pod("p", {"own": "10.0.0.1", "other": "10.0.0.2"}, 6443)
     script = pod["spec"]["containers"][0]["command"][-1]
-    assert "other=10.0.0.2 own=10.0.0.1" in script and "-w 3 ${target#*=} 6443" in script
+    assert "other=10.0.0.2 own=10.0.0.1" in script and "-w 5 ${target#*=} 6443" in script
     assert "nc -z" not in script, "Debian's busybox nc has no -z"
 
 
@@ -238,16 +239,32 @@ def test_with_busyboxs_other_nc_the_probe_asks_it_to_say_why(tmp_path):
 
 
 @pytest.mark.parametrize(("exit_code", "stderr", "expected"), [
-    (0, "", "open"), (124, "", "closed:timeout"), (1, "bash: connect: Connection refused", "closed:refused")])
+    (0, "", "open"), (124, "", "closed:timeout"), (1, "bash: connect: Connection refused", "closed:refused"),
+    (1, "bash: connect: No route to host", "closed:unreachable"),
+    (1, "bash: connect: Network is unreachable", "closed:unreachable"),
+    (1, "bash: /dev/tcp/x/6443: Invalid argument", "error:bash: /dev/tcp/x/6443: Invalid argument"),
+    (124, "bash: warning: something else", "error:bash: warning: something else"),
+    (1, "bash: line 1: unreachable: command not found",
+     "error:bash: line 1: unreachable: command not found")])
 def test_a_probe_from_a_workers_own_network_tells_open_refused_and_dropped_apart(
         tmp_path, monkeypatch, exit_code, stderr, expected):
-    """Run with a stand-in docker whose exec exits as `timeout bash -c 'exec 3<>/dev/tcp/..'` would."""
+    """Run with a stand-in docker whose exec exits as `timeout bash -c 'exec 3<>/dev/tcp/..'` would:
+    the verdict is bash's reason, a timeout only when the connect stayed silent, anything else no
+    verdict at all."""
     stand_in(tmp_path, "docker",
              f"#!/bin/sh\necho \"$*\" > {tmp_path}/call\necho '{stderr}' >&2\nexit {exit_code}\n")
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     assert support.host_network_probe("tenant-b-worker-0", "172.30.255.201", 6443) == expected
     assert (tmp_path / "call").read_text().split() == [
-        "exec", "tenant-b-worker-0", "timeout", "3", "bash", "-c", "exec", "3<>/dev/tcp/172.30.255.201/6443"]
+        "exec", "tenant-b-worker-0", "timeout", "5", "bash", "-c", "exec", "3<>/dev/tcp/172.30.255.201/6443"]
+
+
+def test_a_docker_cli_error_that_mentions_a_refusal_is_no_verdict(tmp_path, monkeypatch):
+    stand_in(tmp_path, "docker", "#!/bin/sh\necho 'error during connect: dial unix: connection refused' >&2\n"
+             "exit 1\n")
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    with pytest.raises(RuntimeError, match="error during connect"):
+        support.host_network_probe("x", "172.30.255.201", 6443)
 
 
 def test_a_probe_that_cannot_reach_the_container_is_an_error_not_a_drop(tmp_path, monkeypatch):
@@ -265,7 +282,7 @@ def test_a_stray_container_probes_from_the_platform_network_with_the_same_verdic
     assert support.stray_container_probe("kamaji-hami", image, "172.30.255.201", 8132) == "closed:timeout"
     assert (tmp_path / "call").read_text().split() == [
         "run", "--rm", "--network", "kamaji-hami", "--entrypoint", "timeout", image,
-        "3", "bash", "-c", "exec", "3<>/dev/tcp/172.30.255.201/8132"]
+        "5", "bash", "-c", "exec", "3<>/dev/tcp/172.30.255.201/8132"]
 
 
 def test_a_stray_container_that_cannot_start_is_an_error_not_a_drop(tmp_path, monkeypatch):
@@ -338,3 +355,53 @@ def test_the_suites_pods_pull_from_the_stacks_mirror(tmp_path, monkeypatch):
     assert support._stack_mirror() is None
     assert support.mirrored(versions.E2E_PROBE_IMAGE, "registry.example:5000") == \
         "registry.example:5000/docker.io/library/busybox:1.36.1"
+
+
+def listening_socket() -> socket.socket:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(512)
+    return server
+
+
+def test_a_burst_reports_each_connects_reason(tmp_path, monkeypatch):
+    """The burst's script, run here through a stand-in `docker exec` (it runs the command locally):
+    every connect to a listening port is `open`, every one to a closed port `closed:refused` (bash's
+    reason), none read as a timeout."""
+    stand_in(tmp_path, "docker", '#!/bin/sh\nshift 2\nexec "$@"\n')  # docker exec <container> cmd...
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    with listening_socket() as server:
+        port = server.getsockname()[1]
+        assert support.burst_from_container("worker", "127.0.0.1", port, 40) == {"open": 40}
+    assert support.burst_from_container("worker", "127.0.0.1", port, 40) == {"closed:refused": 40}
+
+
+def test_a_burst_with_connects_missing_is_an_error(tmp_path, monkeypatch):
+    """A connect that never reported (a fork that failed) must not pass as a drop."""
+    stand_in(tmp_path, "docker", "#!/bin/sh\necho '124 '\necho '124 '\n")
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    with pytest.raises(RuntimeError, match="reported 2 connects"):
+        support.burst_from_container("worker", "10.0.0.1", 6443, 3)
+    assert support.burst_from_container("worker", "10.0.0.1", 6443, 2) == {"closed:timeout": 2}
+
+
+def test_a_burst_that_cannot_start_is_an_error_not_a_count_of_zero(tmp_path, monkeypatch):
+    stand_in(tmp_path, "docker", "#!/bin/sh\necho 'Unable to find image x locally' >&2\nexit 125\n")
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    with pytest.raises(RuntimeError, match="Unable to find image"):
+        support.burst_from_network("kamaji-hami", "x", "172.30.255.201", 6443, 10)
+
+
+def test_this_hosts_own_probe_tells_open_and_refused_apart():
+    with listening_socket() as server:
+        port = server.getsockname()[1]
+        assert support.local_probe("127.0.0.1", port) == "open"
+    assert support.local_probe("127.0.0.1", port) == "closed:refused"
+
+
+def test_a_containers_networks_are_read_from_docker_sorted(tmp_path, monkeypatch):
+    stand_in(tmp_path, "docker",
+             f"#!/bin/sh\necho \"$*\" > {tmp_path}/call\necho 'kamaji-hami-b kamaji-hami '\n")
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    assert support.container_networks("kamaji-control-plane") == ["kamaji-hami", "kamaji-hami-b"]
+    assert "{{range $name, $_ := .NetworkSettings.Networks}}" in (tmp_path / "call").read_text()
