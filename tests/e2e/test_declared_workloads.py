@@ -137,15 +137,28 @@ def create_pod(t: GpuTenant, replica: Replica) -> str:
     return ""
 
 
-# kube-scheduler's own refusal (e.g. `Too many pods`), when HAMi is never asked.
+# kube-scheduler's own refusal (e.g. `Too many pods`), when HAMi is never asked: a FailedScheduling
+# event whose message is a FitError's. kube-scheduler records FailedScheduling for a failed bind too
+# (the extender's error as the message, e.g. HAMi's `node ... is locked: node lock contention`), and
+# then retries the pod: that is no refusal. (kubernetes v1.35.4 pkg/scheduler/framework/types.go
+# NoNodeAvailableMsg "0/%v nodes are available", FitError.Error; schedule_one.go
+# handleSchedulingFailure.)
 FAILED_SCHEDULING = "FailedScheduling"
+FIT_ERROR_PREFIX = "0/"
+
+
+def is_refusal(reason: str, message: str) -> bool:
+    """A scheduling event that refuses the pod: HAMi's FilteringFailed, or kube-scheduler's
+    FailedScheduling for want of a node (not for a failed bind, which it retries)."""
+    return reason == FILTERING_FAILED or (reason == FAILED_SCHEDULING
+                                          and (message or "").startswith(FIT_ERROR_PREFIX))
 
 
 def settle(t: GpuTenant, replica: Replica, timeout: float) -> str:
-    """Wait until the pod runs or is refused (HAMi's FilteringFailed, or kube-scheduler's
-    FailedScheduling, on its UID): `Running` or `refused`. A pod HAMi places on a node whose lock
-    another pod holds binds once the lock expires (the mock cards have no device plugin to release
-    it): hence the node-lock timeout."""
+    """Wait until the pod runs or is refused (`is_refusal`, on its UID): `Running` or `refused`. A
+    pod HAMi places on a node whose lock another pod holds fails its bind and is retried after a
+    back-off (HAMi v2.10.0 pkg/util/nodelock/nodelock.go LockNode does not wait), until the holder
+    is bound and the lock released, or the lock expires: hence the node-lock timeout."""
     uid = cases.read_pod(t, replica.pod, replica.namespace).metadata.uid
 
     def settled() -> str | None:
@@ -154,7 +167,7 @@ def settle(t: GpuTenant, replica: Replica, timeout: float) -> str:
             return pod.status.phase  # Running, or a Failed the judge reports
         events = core(t).list_namespaced_event(replica.namespace, field_selector=f"involvedObject.uid={uid}",
                                                _request_timeout=T)
-        refused = any(e.reason in (FILTERING_FAILED, FAILED_SCHEDULING) for e in events.items)
+        refused = any(is_refusal(e.reason, e.message) for e in events.items)
         return REFUSED if refused and not pod.spec.node_name else None
 
     return wait_for(f"{replica.namespace}/{replica.pod} of {t.name} Running or refused", settled,

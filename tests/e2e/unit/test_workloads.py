@@ -332,3 +332,19 @@ class TestLiveCaseAgainstAFakeHami:
         with pytest.raises(AssertionError, match="HAMi did not do what the plan says"):
             check(fake)
         assert fake.pods == {} and fake.deleted_namespaces == ["serving"]
+
+
+@pytest.mark.parametrize(("reason", "message", "refused"), [
+    ("FilteringFailed", "no available node, 1 nodes do not meet", True),
+    ("FailedScheduling", "0/1 nodes are available: 1 Too many pods.", True),
+    # A failed bind: kube-scheduler records it as FailedScheduling with the extender's error and
+    # retries the pod (seen live: HAMi's node lock held by a pod created with it).
+    ("FailedScheduling", "node tenant-a-worker-0 is locked: node lock contention", False),
+    ("BindingFailed", "node tenant-a-worker-0 has been locked within 5s: node lock contention", False),
+    ("FilteringSucceed", "find fit node(tenant-a-worker-0)", False),
+    ("FailedScheduling", None, False),
+])
+def test_only_a_refusal_for_want_of_a_node_counts_not_a_failed_bind(reason, message, refused):
+    from tests.e2e.test_declared_workloads import is_refusal
+
+    assert is_refusal(reason, message) is refused
