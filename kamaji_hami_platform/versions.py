@@ -146,6 +146,7 @@ def pinned_table() -> list[tuple[str, str]]:
         ("kube-scheduler image (HAMi)", f"{KUBE_SCHEDULER_IMAGE_REGISTRY}/"
          f"{KUBE_SCHEDULER_IMAGE_REPOSITORY}:<tenant version>"),
         ("kubectl image (GPU capacity agent)", f"{KUBECTL_IMAGE_REPOSITORY}:<tenant version>"),
+        ("kubectl image with a shell (mock cards' node-lock release)", LOCK_RELEASE_IMAGE),
         ("busybox image (live suite probes)", E2E_PROBE_IMAGE),
         ("HAProxy image (each kind tenant's door)", DOOR_IMAGE),
         ("pause image (live suite workload pods, preloaded)", KIND_NODE_PAUSE_IMAGE),
@@ -189,6 +190,11 @@ def _minor(version: str) -> int:
 
 
 MANAGEMENT_MINOR = KIND_NODE_VERSION.rsplit(".", 1)[0]
+# Mock mode's node-lock release agent (gpu/lock_release.py) needs a shell next to kubectl, which
+# registry.k8s.io/kubectl has not: the kubectl image the Kamaji release already pulls (the default
+# management version's tag; the agent's calls, get, watch and annotate, are the same on every
+# tenant version within kubectl's skew).
+LOCK_RELEASE_IMAGE = f"{KAMAJI_ETCD_KUBECTL_REPOSITORY}:{MANAGEMENT_MINOR}"
 
 
 def kamaji_chart_images(management_minor: str = MANAGEMENT_MINOR) -> set[tuple[str, str]]:
@@ -222,6 +228,7 @@ def images(tenant_versions: list[str]) -> list[tuple[str, str]]:
         ("MetalLB chart", METALLB_FRR_IMAGE),
         *kamaji_chart_images(),
         *{("HAMi chart", image) for image in HAMI_IMAGES},
+        ("HAMi node-lock release (mock cards)", LOCK_RELEASE_IMAGE),
         ("tenant CoreDNS (Kamaji addon)", COREDNS_IMAGE),
         ("tenant CNI", KINDNET_IMAGE),
         ("live suite probes", E2E_PROBE_IMAGE),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kamaji_hami_platform.gpu import lock_release
 from kamaji_hami_platform.tenant import tenant_admin
 from tests.harness import ROOT, Program, dev_stack_config, production_config, run_program
 
@@ -26,6 +27,11 @@ BOUNDED_ADMIN_RESOURCES = (
                                          tenant_admin.NAMESPACE_ADMIN_ROLE)),
     *(f"clusterrolebinding-{role}" for role in (tenant_admin.ADMIN_ROLE, tenant_admin.EXTENSIONS_ROLE)),
 )
+# Mock mode's node-lock release (gpu/lock_release.py, issue 41), by the name part after
+# `<tenant>-gpus-lock-release-`: new in an existing stack's next up.
+LOCK_RELEASE_RESOURCES = tuple(f"{kind}-{namespace}{lock_release.LOCK_RELEASE_AGENT}" for kind, namespace in (
+    ("serviceaccount", f"{lock_release.NAMESPACE}-"), ("clusterrole", ""), ("clusterrolebinding", ""),
+    ("deployment", f"{lock_release.NAMESPACE}-")))
 # The platform's own namespaces' NetworkPolicies (management/network_policy.py, issue 40), by the
 # name part after `management-networkpolicy-`.
 PLATFORM_POLICIES = ("cert-manager-default-deny", "metallb-system-default-deny", "kamaji-system-default-deny",

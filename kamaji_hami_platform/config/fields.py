@@ -230,8 +230,9 @@ HAMI = Section("hami", "HAMi scheduler settings of one tenant.", (
           default=_HAMI_DEFAULTS.gpu_scheduler_policy, enum=GPU_POLICIES),
     Field("nodeSchedulerPolicy", "string", "how HAMi picks a node: binpack or spread",
           default=_HAMI_DEFAULTS.node_scheduler_policy, enum=NODE_POLICIES),
-    Field("nodeLockTimeout", "string", "HAMi node-lock expiry, 1s..5m, set with mock cards (no device "
-          "plugin releases the lock after a bind); real cards keep HAMi's 5-minute default",
+    Field("nodeLockTimeout", "string", "HAMi node-lock expiry, 1s..5m, set with mock cards: the "
+          "backstop of the platform's lock release (no device plugin releases the lock after a bind); "
+          "real cards keep HAMi's 5-minute default",
           default=_HAMI_DEFAULTS.node_lock_timeout,
           checks=(Check(DURATION_1S_TO_5M, "{value!r} must be a duration like '5s' or '1m', "
                                            "between 1s and 5m"),)),

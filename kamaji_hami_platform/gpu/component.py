@@ -26,6 +26,7 @@ from kamaji_hami_platform.config.settings import (
 from kamaji_hami_platform.gpu import render
 from kamaji_hami_platform.gpu.capacity import reference_request, tenant_capacity_summary
 from kamaji_hami_platform.gpu.devices import GpuDevice, tenant_devices
+from kamaji_hami_platform.gpu.lock_release import lock_release_objects
 from kamaji_hami_platform.gpu.workloads import plan_workloads
 from kamaji_hami_platform.helm import chart_args, deep_merge
 from kamaji_hami_platform.manifest_resources import create_objects
@@ -116,6 +117,11 @@ class HamiNodePool(pulumi.ComponentResource):
                 f"{name}-gpu-capacity",
                 render.capacity_agent_objects({n: sum(d.count for d in ds) for n, ds in devices.items()},
                                               mirror, versions.kubectl_image(tenant.kubernetes_version)),
+                on_tenant)
+            # What the device plugin does after a bind: release HAMi's node lock (gpu/lock_release.py).
+            agent += create_objects(
+                f"{name}-lock-release",
+                lock_release_objects(sorted(devices), versions.LOCK_RELEASE_IMAGE, mirror),
                 on_tenant)
         self.release = kubernetes.helm.v3.Release(
             f"{name}-hami",

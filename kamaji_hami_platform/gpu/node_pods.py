@@ -11,8 +11,9 @@ The platform's own pods:
   plugin (charts/hami templates/device-plugin/daemonsetnvidia.yaml);
 - somewhere, the Deployments' pods, which kube-scheduler placed before any GPU pod and may have put
   on any workers (its spreading is a preference): CoreDNS (kubeadm's two replicas,
-  cmd/kubeadm/app/phases/addons/dns/dns.go `coreDNSReplicas`) and HAMi's scheduler
-  (`hami.schedulerReplicas`). The planner follows every way they may sit (`floating`).
+  cmd/kubeadm/app/phases/addons/dns/dns.go `coreDNSReplicas`), HAMi's scheduler
+  (`hami.schedulerReplicas`) and, with mock cards, the node-lock release (one replica). The
+  planner follows every way they may sit (`floating`).
 
 Not counted: the mock capacity agent's Job pods, which run for seconds each minute (a pod refused
 for them is retried when they end; kube-scheduler ignores finished pods, scheduler.go
@@ -22,6 +23,7 @@ for them is retried when they end; kube-scheduler ignores finished pods, schedul
 from __future__ import annotations
 
 from kamaji_hami_platform.config import TenantConfig
+from kamaji_hami_platform.gpu.lock_release import LOCK_RELEASE_AGENT, LOCK_RELEASE_REPLICAS
 
 KUBELET_MAX_PODS = 110
 EVERY_WORKER_DAEMONSETS = ("kindnet", "kube-proxy", "konnectivity-agent")
@@ -38,8 +40,12 @@ def daemonset_pods_per_worker(tenant: TenantConfig) -> dict[str, int]:
 
 
 def floating_pods(tenant: TenantConfig) -> dict[str, int]:
-    """The platform's Deployment pods, which may sit on any of the tenant's workers."""
-    return {"coredns": COREDNS_REPLICAS, "hami-scheduler": tenant.hami.scheduler_replicas}
+    """The platform's Deployment pods, which may sit on any of the tenant's workers (with mock cards,
+    the node-lock release too: gpu/lock_release.py)."""
+    pods = {"coredns": COREDNS_REPLICAS, "hami-scheduler": tenant.hami.scheduler_replicas}
+    if tenant.gpus is not None and tenant.gpus.mock:
+        pods[LOCK_RELEASE_AGENT] = LOCK_RELEASE_REPLICAS
+    return pods
 
 
 def gpu_pod_room(tenant: TenantConfig) -> int:

@@ -369,6 +369,6 @@ def test_tc07_more_than_the_card_memory_is_refused(gpu_a: GpuTenant):
 
 def test_tc08_no_lock_stall_and_no_noisy_neighbour(gpu_a: GpuTenant, gpu_b: GpuTenant, full_card):
     seconds = cases.tc08_freed_slot_is_taken_without_touching_locks(gpu_a, gpu_b)
-    print(f"[tc08] the refused pod ran {seconds:.0f}s after a slot was freed (bound "
-          f"{cases.lock_bound(gpu_a)}s from hami.nodeLockTimeout {gpu_a.tenant.hami.node_lock_timeout}; "
-          f"HAMi's default lock expiry is {HAMI_DEFAULT_LOCK_EXPIRY}s)")
+    print(f"[tc08] every node lock released after the binds; the refused pod ran {seconds:.0f}s after a "
+          f"slot was freed (bound {cases.lock_bound(gpu_a)}s from hami.nodeLockTimeout "
+          f"{gpu_a.tenant.hami.node_lock_timeout}; HAMi's default expiry {HAMI_DEFAULT_LOCK_EXPIRY}s)")

@@ -59,6 +59,20 @@ def test_capacity_agent_per_gpu_node(dev_program):
         "hami-mock-gpu-capacity-tenant-a-worker-0", "hami-mock-gpu-capacity-tenant-b-worker-0"]
 
 
+def test_lock_release_agent_per_mock_tenant(dev_program):
+    """Each mock tenant gets the agent that releases HAMi's node lock after a bind
+    (gpu/lock_release.py), on its own GPU nodes only."""
+    deployments = [d for d in dev_program.of_type("kubernetes:apps/v1:Deployment")
+                   if d.inputs["metadata"]["name"] == "hami-mock-lock-release"]
+    assert sorted(d.name for d in deployments) == [
+        "tenant-a-gpus-lock-release-deployment-kube-system-hami-mock-lock-release",
+        "tenant-b-gpus-lock-release-deployment-kube-system-hami-mock-lock-release"]
+    roles = {r.name: r.inputs["rules"][1]["resourceNames"]
+             for r in dev_program.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
+             if r.inputs["metadata"]["name"] == "hami-mock-lock-release"}
+    assert sorted(roles.values()) == [["tenant-a-worker-0"], ["tenant-b-worker-0"]]
+
+
 def test_outputs_cards_and_capacity(dev_program):
     tenant = dev_program.exports["tenants"]["tenant-a"]
     (card,) = tenant["gpuCards"]["tenant-a-worker-0"]
@@ -91,6 +105,7 @@ def test_real_gpu_mode_labels_without_mock_registration():
     assert patch.inputs["metadata"]["labels"] == {"gpu": "on"}
     assert "hami.io/node-nvidia-register" not in patch.inputs["metadata"]["annotations"]
     assert not [j for j in program.of_type("kubernetes:batch/v1:CronJob") if "ml-prod" in j.name]
+    assert not [d for d in program.of_type("kubernetes:apps/v1:Deployment") if "ml-prod-gpus-lock" in d.name]
     mock_patch = program.named("sandbox-gpus-cpu-node-1")
     assert "hami.io/node-nvidia-register" in mock_patch.inputs["metadata"]["annotations"]
     assert [j for j in program.of_type("kubernetes:batch/v1:CronJob") if "sandbox" in j.name]

@@ -31,7 +31,7 @@ from tests.policy_engine import (
     with_program_options,
     without,
 )
-from tests.stack_resources import BOUNDED_ADMIN_RESOURCES, PLATFORM_POLICIES
+from tests.stack_resources import BOUNDED_ADMIN_RESOURCES, LOCK_RELEASE_RESOURCES, PLATFORM_POLICIES
 
 pytestmark = pytest.mark.unit
 
@@ -222,6 +222,8 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
        for resource in BOUNDED_ADMIN_RESOURCES},
     **{f"{tenant}-gpus-hami": ("values", "HAMi's Services without node ports (gpu/render.py)")
        for tenant in ("tenant-a", "tenant-b")},
+    **{f"{tenant}-gpus-lock-release-{resource}": ("added", "mock mode's node-lock release (issue 41)")
+       for tenant in ("tenant-a", "tenant-b") for resource in LOCK_RELEASE_RESOURCES},
 }
 
 

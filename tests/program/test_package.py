@@ -20,7 +20,7 @@ import pytest
 
 from kamaji_hami_platform.config import ConfigError
 from tests.harness import ROOT, Program, Registration, dev_stack_config, is_secret, run_program
-from tests.stack_resources import BOUNDED_ADMIN_RESOURCES, PLATFORM_POLICIES
+from tests.stack_resources import BOUNDED_ADMIN_RESOURCES, LOCK_RELEASE_RESOURCES, PLATFORM_POLICIES
 
 pytestmark = pytest.mark.unit
 
@@ -88,7 +88,10 @@ ADDED_SINCE = sorted([*(f"{tenant}-{kind}-kamaji-hami-platform-nodes" for tenant
                       "management-policy-engine",
                       # the bounded tenant admin and its credential (kind mode): created by the next up
                       *(f"{tenant}-{name}" for tenant in ("tenant-a", "tenant-b")
-                        for name in BOUNDED_ADMIN_RESOURCES)])
+                        for name in BOUNDED_ADMIN_RESOURCES),
+                      # mock mode's node-lock release (issue 41): created by the next up
+                      *(f"{tenant}-gpus-lock-release-{name}" for tenant in ("tenant-a", "tenant-b")
+                        for name in LOCK_RELEASE_RESOURCES)])
 
 
 def test_the_dev_stacks_resources_are_kept_through_aliases():

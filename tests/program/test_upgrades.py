@@ -32,6 +32,7 @@ from kamaji_hami_platform.tenant import component as tenant_component
 from tests.harness import ROOT, PlatformMocks, Program, dev_stack_config, production_config, run_program
 from tests.plan_model import plan, preview_plan, refused, stopped
 from tests.recorded_state import recorded_state, recorded_versions
+from tests.stack_resources import LOCK_RELEASE_RESOURCES
 
 pytestmark = pytest.mark.unit
 
@@ -217,10 +218,12 @@ def test_from_a48b3f2_a_host_stack_updates_its_hosts_in_place(monkeypatch):
         "rolebinding-kube-system-kamaji-hami-platform-hosts-kubeadm-kubelet-config")}
     node_admission = {f"{tenant}-validatingadmissionpolicy-kamaji-hami-platform-nodes"
                       for tenant in ("ml-prod", "sandbox")}
+    # And the mock tenant gets the node-lock release (issue 41), created.
     # And HAMi's Services lose their node ports (issue 40): each tenant's release is updated.
     hami_releases = {f"{tenant}-gpus-hami" for tenant in ("ml-prod", "sandbox")}
     assert {(step.op, step.name) for step in steps if step.op != "read"} == {
         ("update", name) for name in (*hosts, *registrations, *(f"{host}-leave" for host in hosts),
                                       *(f"{host}-join" for host in hosts), *clean_shell, *node_admission,
                                       *hami_releases)
-    } | {("create", name) for name in join_access}
+    } | {("create", name) for name in join_access} | {
+        ("create", f"sandbox-gpus-lock-release-{name}") for name in LOCK_RELEASE_RESOURCES}

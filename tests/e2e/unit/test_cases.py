@@ -207,23 +207,23 @@ class TestLockBound:
             cases.lock_bound(two_cards_per_worker(dev_config))
 
 
-class TestHeldLock:
-    def test_the_victim_shares_a_node_with_the_lock_holder(self, tenant):
+class TestLocksOf:
+    def test_the_locks_naming_the_pods_on_their_nodes(self, tenant):
         core = tenant.core()
         on = {"share-1": "w0", "share-2": "w1", "share-3": "w1"}
         for name, node in on.items():
             core.pods[name] = pod(name, name, node, {support.VGPU_NODE_ANNOTATION: node})
         core.node_annotations = {
-            "w0": {support.NODE_LOCK_ANNOTATION: f"2026-12-03T10:00:00Z,{cases.NAMESPACE},share-1"},
+            "w0": {support.NODE_LOCK_ANNOTATION: "2026-12-03T10:00:00Z,other,share-1"},
             "w1": {support.NODE_LOCK_ANNOTATION: f"2026-12-03T10:00:00Z,{cases.NAMESPACE},share-3"}}
-        lock, victim = cases.held_lock(tenant, list(on))
-        assert (lock.pod, victim) == ("share-3", "share-2"), "share-1 is alone on w0"
+        locks = cases.locks_of(tenant, list(on))
+        assert {node: lock.pod for node, lock in locks.items()} == {"w1": "share-3"}
 
-    def test_no_victim_when_every_holder_is_alone(self, tenant):
+    def test_none_once_released(self, tenant):
         core = tenant.core()
         core.pods["share-1"] = pod("share-1", "u", "w0", {support.VGPU_NODE_ANNOTATION: "w0"})
-        core.node_annotations = {"w0": {support.NODE_LOCK_ANNOTATION: f"t,{cases.NAMESPACE},share-1"}}
-        assert cases.held_lock(tenant, ["share-1"]) is None
+        core.node_annotations = {"w0": {}}
+        assert cases.locks_of(tenant, ["share-1"]) == {}
 
 
 class TestOracleWithTies:

@@ -1,0 +1,114 @@
+"""Mock mode's node-lock release: what HAMi's device plugin does after a bind, without cards.
+
+HAMi's scheduler takes a node's lock in `Bind` (annotation `hami.io/mutex.lock` on the Node,
+`<RFC3339 time>,<namespace>,<pod>`) and never releases it after a successful bind (HAMi v2.10.0
+pkg/scheduler/scheduler.go Bind: only its `fail` closure calls releaseAllDevices). On real cards
+the device plugin releases it once the kubelet's Allocate ran (pkg/device-plugin/nvidiadevice/
+nvinternal/plugin/util.go PodAllocationSuccess -> nodelock.ReleaseNodeLock). In mock mode there is
+no device plugin, so every lock stood until `--node-lock-timeout` expired, and a second pod bound
+to the same node within it failed its bind (`LockNode` does not wait: pkg/util/nodelock/
+nodelock.go, "has been locked within"), was retried by kube-scheduler after a back-off, and was
+placed again by a new Filter.
+
+This agent watches the GPU nodes and, when a lock's pod is bound (its `spec.nodeName` is set: the
+bind succeeded) or gone, removes the lock at the Node's resourceVersion it read (a lock taken
+since is never removed). It does not write the pod's `hami.io/bind-phase` (`success` from the
+device plugin): nothing reads it in mock mode (the device plugin's GetPendingPod, pkg/util/util.go;
+the scheduler's getPodUsage counts only Succeeded pods, scheduler.go), and writing it would need
+`patch` on every pod of the tenant. The lock timeout stays as the backstop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kamaji_hami_platform.gpu.devices import GPU_NODE_LABEL
+from kamaji_hami_platform.mirror import mirrored
+
+LOCK_RELEASE_AGENT = "hami-mock-lock-release"
+NODE_LOCK_ANNOTATION = "hami.io/mutex.lock"  # HAMi v2.10.0 pkg/util/nodelock/nodelock.go NodeLockKey
+NAMESPACE = "kube-system"
+LOCK_RELEASE_REPLICAS = 1  # two would race harmlessly (the resourceVersion decides); one is enough
+# How long the agent follows one lock's pod before it reads the nodes again (the bind follows the
+# lock within HAMi's Bind, milliseconds apart; a pod that never binds leaves its lock to the timeout).
+FOLLOW_SECONDS = 10
+AGENT_USER = 65532
+
+# The agent's whole program (busybox sh and kubectl, the image's). One line per Node event from a
+# watch of the GPU nodes: name, resourceVersion, lock. For a lock that names a pod, the pod is read
+# until it is bound or gone (or FOLLOW_SECONDS pass), then the lock goes, at that resourceVersion.
+SCRIPT = r"""
+set -u
+lock_key='hami\.io/mutex\.lock'
+follow() {  # $1 node, $2 resourceVersion, $3 lock
+  rest=${3#*,}; namespace=${rest%%,*}; pod=${rest#*,}
+  tries=0
+  while [ "$tries" -lt $((FOLLOW_SECONDS * 5)) ]; do
+    if bound=$(kubectl get pod -n "$namespace" "$pod" -o 'jsonpath={.spec.nodeName}' 2>&1); then
+      [ -n "$bound" ] && break
+    else
+      case "$bound" in *NotFound*) break ;; esac
+    fi
+    tries=$((tries + 1))
+    sleep 0.2
+  done
+  [ "$tries" -lt $((FOLLOW_SECONDS * 5)) ] || return 0
+  if kubectl annotate node "$1" "hami.io/mutex.lock-" --resource-version="$2" >/dev/null 2>&1; then
+    echo "released $1's lock, held by $namespace/$pod"
+  fi
+}
+while true; do
+  kubectl get nodes -l "$GPU_NODE_LABEL" --watch \
+    -o "jsonpath={.metadata.name} {.metadata.resourceVersion} {.metadata.annotations.$lock_key}{\"\n\"}" |
+  while read -r node version lock; do
+    case "$lock" in *,*,*) follow "$node" "$version" "$lock" ;; esac
+  done
+  sleep 1  # the watch ended (the API server closes it in time): watch again
+done
+"""
+
+
+def lock_release_rules(nodes: list[str]) -> list[dict[str, Any]]:
+    """Read nodes and pods; annotate exactly the GPU nodes (kubectl annotate GETs, then PATCHes)."""
+    return [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]},
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"], "resourceNames": nodes},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+    ]
+
+
+def lock_release_objects(nodes: list[str], image: str, mirror: str | None = None) -> list[dict[str, Any]]:
+    """The agent's ServiceAccount, RBAC and Deployment."""
+    labels = {"app.kubernetes.io/name": LOCK_RELEASE_AGENT}
+    container = {
+        "name": "agent",
+        "image": mirrored(image, mirror),
+        "command": ["sh", "-c", SCRIPT],
+        "env": [{"name": "GPU_NODE_LABEL", "value": "=".join(GPU_NODE_LABEL)},
+                {"name": "FOLLOW_SECONDS", "value": str(FOLLOW_SECONDS)},
+                # kubectl keeps a discovery cache under $HOME; give it a writable one.
+                {"name": "HOME", "value": "/tmp"}],
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}},
+        "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True, "runAsUser": AGENT_USER,
+                            "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}},
+    }
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": LOCK_RELEASE_AGENT, "namespace": NAMESPACE}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": LOCK_RELEASE_AGENT}, "rules": lock_release_rules(sorted(nodes))},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": LOCK_RELEASE_AGENT},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": LOCK_RELEASE_AGENT},
+         "subjects": [{"kind": "ServiceAccount", "name": LOCK_RELEASE_AGENT, "namespace": NAMESPACE}]},
+        {"apiVersion": "apps/v1", "kind": "Deployment",
+         "metadata": {"name": LOCK_RELEASE_AGENT, "namespace": NAMESPACE, "labels": labels},
+         "spec": {"replicas": LOCK_RELEASE_REPLICAS, "selector": {"matchLabels": labels},
+                  "template": {"metadata": {"labels": labels},
+                               "spec": {"serviceAccountName": LOCK_RELEASE_AGENT,
+                                        "tolerations": [{"operator": "Exists"}],
+                                        "containers": [container],
+                                        "volumes": [{"name": "tmp", "emptyDir": {}}]}}}},
+    ]
