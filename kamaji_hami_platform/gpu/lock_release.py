@@ -14,7 +14,7 @@ This agent watches the GPU nodes and, when a lock's pod is bound (its `spec.node
 bind succeeded) or gone, removes the lock at the Node's resourceVersion it read (a lock taken
 since is never removed). It does not write the pod's `hami.io/bind-phase` (`success` from the
 device plugin): nothing reads it in mock mode (the device plugin's GetPendingPod, pkg/util/util.go;
-the scheduler's getPodUsage counts only Succeeded pods, scheduler.go), and writing it would need
+the scheduler's getPodUsage, which nothing calls, scheduler.go), and writing it would need
 `patch` on every pod of the tenant. The lock timeout stays as the backstop.
 """
 
@@ -28,40 +28,54 @@ from kamaji_hami_platform.mirror import mirrored
 LOCK_RELEASE_AGENT = "hami-mock-lock-release"
 NODE_LOCK_ANNOTATION = "hami.io/mutex.lock"  # HAMi v2.10.0 pkg/util/nodelock/nodelock.go NodeLockKey
 NAMESPACE = "kube-system"
+CALL_SECONDS = 10  # each kubectl call of a follow
 LOCK_RELEASE_REPLICAS = 1  # two would race harmlessly (the resourceVersion decides); one is enough
-# How long the agent follows one lock's pod before it reads the nodes again (the bind follows the
-# lock within HAMi's Bind, milliseconds apart; a pod that never binds leaves its lock to the timeout).
+# How long the agent follows one lock's pod (the bind follows the lock within HAMi's Bind,
+# milliseconds apart; a pod that never binds leaves its lock to the timeout).
 FOLLOW_SECONDS = 10
 AGENT_USER = 65532
 
 # The agent's whole program (busybox sh and kubectl, the image's). One line per Node event from a
-# watch of the GPU nodes: name, resourceVersion, lock. For a lock that names a pod, the pod is read
-# until it is bound or gone (or FOLLOW_SECONDS pass), then the lock goes, at that resourceVersion.
+# watch of the GPU nodes: name, resourceVersion, lock. Each lock that names a pod is followed on its
+# own (in the background, once per lock: a pod that never binds holds up no other node's release):
+# its pod is read until it is bound or gone (or FOLLOW_SECONDS pass), then the lock goes, at that
+# resourceVersion. A read that fails is retried; only an empty answer under --ignore-not-found is
+# "gone". Each call is bounded by `timeout`, not kubectl's --request-timeout: any such override
+# makes kubectl skip its in-cluster configuration and try localhost:8080 (seen live, kubectl v1.35).
 SCRIPT = r"""
 set -u
 lock_key='hami\.io/mutex\.lock'
+following=$HOME/following
+mkdir -p "$following"
 follow() {  # $1 node, $2 resourceVersion, $3 lock
   rest=${3#*,}; namespace=${rest%%,*}; pod=${rest#*,}
-  tries=0
-  while [ "$tries" -lt $((FOLLOW_SECONDS * 5)) ]; do
-    if bound=$(kubectl get pod -n "$namespace" "$pod" -o 'jsonpath={.spec.nodeName}' 2>&1); then
-      [ -n "$bound" ] && break
-    else
-      case "$bound" in *NotFound*) break ;; esac
+  end=$(($(date +%s) + FOLLOW_SECONDS))
+  while [ "$(date +%s)" -lt "$end" ]; do
+    if seen=$(timeout "$CALL_SECONDS" kubectl get pod -n "$namespace" "$pod" --ignore-not-found \
+                -o 'jsonpath={.metadata.uid} {.spec.nodeName}' 2>/dev/null); then
+      case "$seen" in
+        "") release "$1" "$2" "$namespace/$pod (gone)"; return ;;
+        *" "?*) release "$1" "$2" "$namespace/$pod"; return ;;
+      esac
     fi
-    tries=$((tries + 1))
     sleep 0.2
   done
-  [ "$tries" -lt $((FOLLOW_SECONDS * 5)) ] || return 0
-  if kubectl annotate node "$1" "hami.io/mutex.lock-" --resource-version="$2" >/dev/null 2>&1; then
-    echo "released $1's lock, held by $namespace/$pod"
+}
+release() {  # $1 node, $2 resourceVersion, $3 holder
+  if timeout "$CALL_SECONDS" kubectl annotate node "$1" "hami.io/mutex.lock-" --resource-version="$2" \
+       >/dev/null 2>&1; then
+    echo "released $1's lock, held by $3"
   fi
 }
 while true; do
   kubectl get nodes -l "$GPU_NODE_LABEL" --watch \
     -o "jsonpath={.metadata.name} {.metadata.resourceVersion} {.metadata.annotations.$lock_key}{\"\n\"}" |
   while read -r node version lock; do
-    case "$lock" in *,*,*) follow "$node" "$version" "$lock" ;; esac
+    case "$lock" in *,*,*) ;; *) continue ;; esac
+    key=$(printf '%s' "$node,$lock" | tr -c 'A-Za-z0-9.-' '_')
+    if mkdir "$following/$key" 2>/dev/null; then
+      (follow "$node" "$version" "$lock"; rmdir "$following/$key") &
+    fi
   done
   sleep 1  # the watch ended (the API server closes it in time): watch again
 done
@@ -86,12 +100,15 @@ def lock_release_objects(nodes: list[str], image: str, mirror: str | None = None
         "command": ["sh", "-c", SCRIPT],
         "env": [{"name": "GPU_NODE_LABEL", "value": "=".join(GPU_NODE_LABEL)},
                 {"name": "FOLLOW_SECONDS", "value": str(FOLLOW_SECONDS)},
+                {"name": "CALL_SECONDS", "value": str(CALL_SECONDS)},
                 # kubectl keeps a discovery cache under $HOME; give it a writable one.
                 {"name": "HOME", "value": "/tmp"}],
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
-        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}},
+        # kubectl takes about 53 MB at its peak; the watch and a few followers may run at once.
+        "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
         "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True, "runAsUser": AGENT_USER,
-                            "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}},
+                            "runAsGroup": AGENT_USER, "readOnlyRootFilesystem": True,
+                            "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}},
     }
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount",
@@ -108,7 +125,11 @@ def lock_release_objects(nodes: list[str], image: str, mirror: str | None = None
          "spec": {"replicas": LOCK_RELEASE_REPLICAS, "selector": {"matchLabels": labels},
                   "template": {"metadata": {"labels": labels},
                                "spec": {"serviceAccountName": LOCK_RELEASE_AGENT,
-                                        "tolerations": [{"operator": "Exists"}],
+                                        # sh as PID 1 ignores SIGTERM; the agent keeps no state.
+                                        "terminationGracePeriodSeconds": 1,
+                                        # Any NoSchedule taint, but not NoExecute: from a node that
+                                        # is down, the pod is evicted and runs elsewhere.
+                                        "tolerations": [{"operator": "Exists", "effect": "NoSchedule"}],
                                         "containers": [container],
                                         "volumes": [{"name": "tmp", "emptyDir": {}}]}}}},
     ]

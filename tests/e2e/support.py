@@ -152,9 +152,6 @@ def parse_node_lock(value: str | None) -> NodeLock | None:
     return NodeLock(*parts) if len(parts) == 3 and all(parts) else None
 
 
-# HAMi v2.10.0 cmd/scheduler/main.go: --node-lock-timeout defaults to 5m.
-HAMI_DEFAULT_LOCK_EXPIRY = 300
-
 
 def lock_age_seconds(lock: NodeLock, now: datetime | None = None) -> float:
     """How old a node lock is (its time is RFC 3339, written by the scheduler)."""

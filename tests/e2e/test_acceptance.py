@@ -30,7 +30,6 @@ from tests.e2e.cases import NAMESPACE, GpuTenant
 from tests.e2e.conftest import PLATFORM_KUBECONFIGS, LiveStack
 from tests.e2e.suite_namespaces import core, delete_namespace, fresh_namespace
 from tests.e2e.support import (
-    HAMI_DEFAULT_LOCK_EXPIRY,
     REQUEST_TIMEOUT,
     host_network_probe,
     kind_node_address,
@@ -371,4 +370,4 @@ def test_tc08_no_lock_stall_and_no_noisy_neighbour(gpu_a: GpuTenant, gpu_b: GpuT
     seconds = cases.tc08_freed_slot_is_taken_without_touching_locks(gpu_a, gpu_b)
     print(f"[tc08] every node lock released after the binds; the refused pod ran {seconds:.0f}s after a "
           f"slot was freed (bound {cases.lock_bound(gpu_a)}s from hami.nodeLockTimeout "
-          f"{gpu_a.tenant.hami.node_lock_timeout}; HAMi's default expiry {HAMI_DEFAULT_LOCK_EXPIRY}s)")
+          f"{gpu_a.tenant.hami.node_lock_timeout}, the release's backstop)")

@@ -44,10 +44,17 @@ def test_the_agent_runs_unprivileged_from_the_mirror():
 
 
 # One watch: the lines the API server's events give (name, resourceVersion, lock); later watches
-# hang, as a quiet cluster's would. Pods: bound-* are bound, late-* after two reads, gone-* are not
-# found, erroring-* give a server error, the rest are never bound.
+# hang, as a quiet cluster's would. Pods (`uid nodeName`, as the agent's jsonpath prints them):
+# bound-* are bound, late-* after two reads, gone-* are not found (nothing, under --ignore-not-found),
+# erroring-* fail to be read, the rest are never bound.
 KUBECTL = r"""#!/bin/bash
 state=$KUBECTL_STATE
+# A config override (--request-timeout, --server, --token, ...) makes the real kubectl skip its
+# in-cluster configuration and call localhost:8080 (client-go's deferred loading: seen live).
+for arg in "$@"; do
+  case "$arg" in --request-timeout*|--server*|--token*|--kubeconfig*|--context*|--cluster*|--user*)
+    echo "error: $arg: no in-cluster configuration with an override" >&2; exit 3 ;; esac
+done
 case "$1 $2" in
   "get nodes")
     if [ ! -e "$state/watched" ]; then touch "$state/watched"; cat "$state/events"; exit 0; fi
@@ -55,10 +62,11 @@ case "$1 $2" in
   "get pod")
     pod=$5; n=$(cat "$state/reads-$pod" 2>/dev/null || echo 0); echo $((n + 1)) > "$state/reads-$pod"
     case "$pod" in
-      bound-*) printf 'tenant-a-worker-0' ;;
-      late-*) [ "$n" -ge 2 ] && printf 'tenant-a-worker-0' ;;
-      gone-*) echo "Error from server (NotFound): pods \"$pod\" not found" >&2; exit 1 ;;
+      bound-*) printf 'uid-1 tenant-a-worker-0' ;;
+      late-*) if [ "$n" -ge 2 ]; then printf 'uid-1 tenant-a-worker-0'; else printf 'uid-1 '; fi ;;
+      gone-*) ;;
       erroring-*) echo "Error from server (InternalError): etcdserver: leader changed" >&2; exit 1 ;;
+      *) printf 'uid-1 ' ;;
     esac ;;
   "annotate node") echo "$*" >> "$state/annotated" ;;
   *) echo "unexpected: $*" >&2; exit 2 ;;
@@ -66,15 +74,17 @@ esac
 """
 
 
-def run_agent(tmp_path: Path, events: list[str]) -> tuple[list[str], str]:
+def run_agent(tmp_path: Path, events: list[str], follow_seconds: int = 2, run_seconds: int = 6,
+              ) -> tuple[list[str], str]:
     tools = tmp_path / "bin"
     stand_in(tools, "kubectl", KUBECTL)
     state = tmp_path / "state"
     state.mkdir()
     (state / "events").write_text("".join(f"{line}\n" for line in events))
-    script = f"timeout 6 sh -c {quote(lock_release.SCRIPT)}"
+    script = f"timeout {run_seconds} sh -c {quote(lock_release.SCRIPT)}"
     result = run_script(script, shell="sh", tools=(tools,), timeout=30,
-                        env={"KUBECTL_STATE": str(state), "GPU_NODE_LABEL": "gpu=on", "FOLLOW_SECONDS": "1"})
+                        env={"KUBECTL_STATE": str(state), "GPU_NODE_LABEL": "gpu=on", "CALL_SECONDS": "5",
+                             "FOLLOW_SECONDS": str(follow_seconds), "HOME": str(tmp_path)})
     annotated = (state / "annotated").read_text().splitlines() if (state / "annotated").exists() else []
     return annotated, result.stdout
 
@@ -95,9 +105,18 @@ def test_a_lock_is_released_once_its_pod_is_bound_or_gone_at_the_version_read(tm
         "tenant-a-worker-1 106 2026-12-05T10:00:04Z,default,never-1",  # never bound: left to the timeout
         "tenant-a-worker-1 107 2026-12-05T10:00:05Z,default,erroring-1",  # no answer: never released
     ])
+    release = "annotate node tenant-a-worker-0 hami.io/mutex.lock- --resource-version={}"
+    assert sorted(annotated) == [release.format(version) for version in (101, 103, 105)]
+    assert "released tenant-a-worker-0's lock, held by team/gone-1 (gone)" in said
+
+
+def test_a_pod_that_never_binds_holds_up_no_other_release(tmp_path):
+    """Each lock is followed on its own: a lock whose pod never binds (followed for 10 s) does not
+    delay the release of the next node's lock, which happens within the run's 2 s."""
+    annotated, _ = run_agent(tmp_path, [
+        "tenant-a-worker-1 201 2026-12-05T10:00:00Z,default,never-2",
+        "tenant-a-worker-0 202 2026-12-05T10:00:00Z,default,bound-2",
+        "tenant-a-worker-0 202 2026-12-05T10:00:00Z,default,bound-2",  # the same lock again: one follow
+    ], follow_seconds=10, run_seconds=2)
     assert annotated == [
-        "annotate node tenant-a-worker-0 hami.io/mutex.lock- --resource-version=101",
-        "annotate node tenant-a-worker-0 hami.io/mutex.lock- --resource-version=103",
-        "annotate node tenant-a-worker-0 hami.io/mutex.lock- --resource-version=105",
-    ]
-    assert "released tenant-a-worker-0's lock, held by team/gone-1" in said
+        "annotate node tenant-a-worker-0 hami.io/mutex.lock- --resource-version=202"]
