@@ -22,11 +22,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from kamaji_hami_platform import shell_templates
 from kamaji_hami_platform.gpu.devices import GPU_NODE_LABEL
 from kamaji_hami_platform.mirror import mirrored
 
+_PACKAGE = "kamaji_hami_platform.gpu"
+
 LOCK_RELEASE_AGENT = "hami-mock-lock-release"
-NODE_LOCK_ANNOTATION = "hami.io/mutex.lock"  # HAMi v2.10.0 pkg/util/nodelock/nodelock.go NodeLockKey
 NAMESPACE = "kube-system"
 CALL_SECONDS = 10  # each kubectl call of a follow
 LOCK_RELEASE_REPLICAS = 1  # two would race harmlessly (the resourceVersion decides); one is enough
@@ -35,51 +37,16 @@ LOCK_RELEASE_REPLICAS = 1  # two would race harmlessly (the resourceVersion deci
 FOLLOW_SECONDS = 10
 AGENT_USER = 65532
 
-# The agent's whole program (busybox sh and kubectl, the image's). One line per Node event from a
-# watch of the GPU nodes: name, resourceVersion, lock. Each lock that names a pod is followed on its
-# own (in the background, once per lock: a pod that never binds holds up no other node's release):
-# its pod is read until it is bound or gone (or FOLLOW_SECONDS pass), then the lock goes, at that
-# resourceVersion. A read that fails is retried; only an empty answer under --ignore-not-found is
-# "gone". Each call is bounded by `timeout`, not kubectl's --request-timeout: any such override
-# makes kubectl skip its in-cluster configuration and try localhost:8080 (seen live, kubectl v1.35).
-SCRIPT = r"""
-set -u
-lock_key='hami\.io/mutex\.lock'
-following=$HOME/following
-mkdir -p "$following"
-follow() {  # $1 node, $2 resourceVersion, $3 lock
-  rest=${3#*,}; namespace=${rest%%,*}; pod=${rest#*,}
-  end=$(($(date +%s) + FOLLOW_SECONDS))
-  while [ "$(date +%s)" -lt "$end" ]; do
-    if seen=$(timeout "$CALL_SECONDS" kubectl get pod -n "$namespace" "$pod" --ignore-not-found \
-                -o 'jsonpath={.metadata.uid} {.spec.nodeName}' 2>/dev/null); then
-      case "$seen" in
-        "") release "$1" "$2" "$namespace/$pod (gone)"; return ;;
-        *" "?*) release "$1" "$2" "$namespace/$pod"; return ;;
-      esac
-    fi
-    sleep 0.2
-  done
-}
-release() {  # $1 node, $2 resourceVersion, $3 holder
-  if timeout "$CALL_SECONDS" kubectl annotate node "$1" "hami.io/mutex.lock-" --resource-version="$2" \
-       >/dev/null 2>&1; then
-    echo "released $1's lock, held by $3"
-  fi
-}
-while true; do
-  kubectl get nodes -l "$GPU_NODE_LABEL" --watch \
-    -o "jsonpath={.metadata.name} {.metadata.resourceVersion} {.metadata.annotations.$lock_key}{\"\n\"}" |
-  while read -r node version lock; do
-    case "$lock" in *,*,*) ;; *) continue ;; esac
-    key=$(printf '%s' "$node,$lock" | tr -c 'A-Za-z0-9.-' '_')
-    if mkdir "$following/$key" 2>/dev/null; then
-      (follow "$node" "$version" "$lock"; rmdir "$following/$key") &
-    fi
-  done
-  sleep 1  # the watch ended (the API server closes it in time): watch again
-done
-"""
+# The agent's whole program: gpu/scripts/lock_release.sh (busybox sh and kubectl, the image's).
+# One line per Node event from a watch of the GPU nodes: name, resourceVersion, lock. Each lock
+# that names a pod is followed on its own (in the background, once per lock: a pod that never binds
+# holds up no other node's release): its pod is read until it is bound or gone (or FOLLOW_SECONDS
+# pass), then the lock goes, at that resourceVersion. A read that fails is retried; only an empty
+# answer under --ignore-not-found is "gone". Each call is bounded by `timeout`, not kubectl's
+# --request-timeout: any such override makes kubectl skip its in-cluster configuration and try
+# localhost:8080 (seen live, kubectl v1.35).
+def agent_script() -> str:
+    return shell_templates.render(_PACKAGE, "lock_release.sh")
 
 
 def lock_release_rules(nodes: list[str]) -> list[dict[str, Any]]:
@@ -97,7 +64,7 @@ def lock_release_objects(nodes: list[str], image: str, mirror: str | None = None
     container = {
         "name": "agent",
         "image": mirrored(image, mirror),
-        "command": ["sh", "-c", SCRIPT],
+        "command": ["sh", "-c", agent_script()],
         "env": [{"name": "GPU_NODE_LABEL", "value": "=".join(GPU_NODE_LABEL)},
                 {"name": "FOLLOW_SECONDS", "value": str(FOLLOW_SECONDS)},
                 {"name": "CALL_SECONDS", "value": str(CALL_SECONDS)},

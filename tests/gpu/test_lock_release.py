@@ -81,7 +81,7 @@ def run_agent(tmp_path: Path, events: list[str], follow_seconds: int = 2, run_se
     state = tmp_path / "state"
     state.mkdir()
     (state / "events").write_text("".join(f"{line}\n" for line in events))
-    script = f"timeout {run_seconds} sh -c {quote(lock_release.SCRIPT)}"
+    script = f"timeout {run_seconds} sh -c {quote(lock_release.agent_script())}"
     result = run_script(script, shell="sh", tools=(tools,), timeout=30,
                         env={"KUBECTL_STATE": str(state), "GPU_NODE_LABEL": "gpu=on", "CALL_SECONDS": "5",
                              "FOLLOW_SECONDS": str(follow_seconds), "HOME": str(tmp_path)})

@@ -25,6 +25,7 @@ from kamaji_hami_platform.config import (
     parse_config,
     secret_values,
 )
+from kamaji_hami_platform.gpu import lock_release
 from kamaji_hami_platform.management import (
     access,
     docker_host,
@@ -135,6 +136,8 @@ def _tenant_cases(prefix: str, tenant: TenantConfig, management: ManagementConfi
     if management.is_kind:
         yield Case(f"{where}/tenant-admin-credential.sh", SH,
                    lambda: admin_credential.issue_script(tenant, management))
+    if tenant.gpus is not None and tenant.gpus.mock:  # the node-lock release's program (a Deployment's)
+        yield Case(f"{where}/gpu-lock-release.sh", SH, lock_release.agent_script)
     way_out = control_plane.create_only_way_out(tenant)
     for setting in control_plane.create_only_settings(tenant):
         yield Case(f"{where}/create-only-{setting.key}.sh", SH,
