@@ -4,27 +4,46 @@ A controller creates a workload's replicas together (a ReplicaSet in slow-start 
 v1.35.4 pkg/controller/replicaset/replica_set.go `slowStartBatch`), and one `kubectl apply` of
 several workloads creates them together too. kube-scheduler's queue then hands the pods to HAMi by
 priority and by the time each entered the queue (pkg/scheduler/framework/plugins/queuesort/
-priority_sort.go `Less`), which with batches, back-off and retries is not the declared order. So:
+priority_sort.go `Less`), which with batches, back-off and retries is not the declared order. So
+the walk follows every interleaving of what happens to each pod (Project-HAMi/HAMi v2.10.0):
 
-1. Every pod is created before HAMi places any (the caller admits them: HAMi's webhook counts only
-   pods HAMi has placed, pkg/device/quota.go `AddUsage`, so it sees none of them).
-2. HAMi's scheduler then takes the created pods in every possible order: at each step a pod of any
-   batch still waiting may go next. A pod HAMi refuses stays Pending and is retried, but nothing in
-   the plan frees a card, a pod slot or quota (usage only grows), so it stays refused, and so do the
-   rest of its batch (identical pods).
+1. Creation, in any order. A pod in a namespace with a quota is admitted or refused when it is
+   created: HAMi's webhook against what HAMi holds allocated for the namespace then (pkg/scheduler/
+   webhook.go `fitResourceQuota`, pkg/device/quota.go `Used`), which may already count placed pods,
+   then the ResourceQuota on requests.nvidia.com/gpu against the pods created before it (every
+   created pod counts, Pending ones too). A refused creation is final. Creations that read no HAMi
+   usage (a count quota alone) come first: taking them earlier changes no outcome.
+2. Filter, in any order: HAMi places a created pod (its Fit, node score and quota check per card,
+   `FitQuota`) and records the allocation (`Filter`, scheduler.go ~1135: the pod cache and the
+   quota's Used), or refuses it. A refused pod stays Pending and is retried (kube-scheduler
+   requeues a pod an extender refused on any cluster event); it is placed later only if usage went
+   down meanwhile, which only a stale allocation's release (3) does.
+3. Bind may fail: kube-scheduler binds in the background while it filters the next pods, and
+   HAMi's `Bind` fails while another pod holds the node's lock (pkg/util/nodelock/nodelock.go
+   `LockNode` ~241-290, which does not wait). Its `fail` (scheduler.go ~1036-1045) releases no
+   allocation: the pod's stays in HAMi's cache, stale, and counts for every pod filtered meanwhile.
+   When kube-scheduler retries the pod, `Filter` first drops the stale allocation (~1092) and
+   places the pod again on the usage of that moment: elsewhere, the same place, or nowhere. The
+   walk lets a bind fail on any node that already holds a pod of the plan (the lock's holder),
+   as often as the states allow; a pod released and placed again may fail again.
 
-The verdict: `fits` when no order can refuse a pod, `does not fit` when one does (that order can
-happen), `unknown` when neither could be shown within the limit. "No order can refuse" is shown in
-one of two ways: the walk over every distinct state ends without a refusal, or a bound does it at
-once (`never_refused`): however the other pods were laid on the cards, they could not block every
-node for this pod.
+An end is a state where nothing more can happen: every pod created or refused at creation, no
+stale allocation, and every Pending pod refused by every node. The verdict: `fits` when no path
+refuses a pod (at creation or by Filter, even for a while), `does not fit` when one does (that
+path can happen), `unknown` when neither could be shown within the limit. "No path refuses" is
+shown in one of two ways: the walk over every distinct state ends without a refusal, or a bound
+does it at once (`never_refused`): however the other pods lay on the cards (each holds at most one
+allocation at any moment, stale or not), they could not block every node for this pod.
+What the walk does not follow: a pod deleted between Filter and Bind (its allocation may stay in
+HAMi's cache, scheduler.go `onDelPod`), and locks held by pods from before the plan.
 Rationale: docs/design/gpu-fit-model.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -40,9 +59,12 @@ from kamaji_hami_platform.gpu.devices import DEVICE_TYPE_NVIDIA, GpuDevice
 from kamaji_hami_platform.gpu.placement import (
     DEFAULT_GPU_POLICY,
     DEFAULT_NODE_POLICY,
+    CountQuota,
     Move,
+    NodeState,
     QuotaUsage,
     State,
+    _admission,
     _charged,
     _Outcome,
     _Planner,
@@ -51,6 +73,7 @@ from kamaji_hami_platform.gpu.placement import (
     moves_from,
     note_options,
     note_refusal,
+    usage_of,
 )
 
 FITS, DOES_NOT_FIT, UNKNOWN = "fits", "does not fit", "unknown"
@@ -69,18 +92,24 @@ class Batch:
     count: int
 
 
-Branch = tuple[State, tuple[int, ...], tuple[int, ...], QuotaUsage]  # nodes, waiting, placed, HAMi Used
+Branch = tuple[State, tuple[int, ...], tuple[int, ...], QuotaUsage]  # nodes, Pending, placed, HAMi Used
+# A node state in the walk: (pods, usage, stale), stale the (batch, card positions) of each allocation
+# HAMi keeps for a pod whose bind failed (the pod is not on the node: kube-scheduler forgot it).
+Stale = tuple[tuple[int, tuple[int, ...]], ...]
+# The walk's branch: nodes, Pending (created, no allocation), placed (bound), HAMi Used, not yet
+# created, the cards the created pods of each count-quota'd namespace request.
+Walk = tuple[State, tuple[int, ...], tuple[int, ...], QuotaUsage, tuple[int, ...], QuotaUsage]
 
 
 @dataclass
 class OrderPlan:
-    """The batches over every order HAMi may take them in, every node tie followed."""
+    """The batches over every path HAMi may take them on, every node tie followed."""
 
     verdict: str
     outcomes: list[_Outcome]
     """Per batch, what its pods met across the branches (nodes, refusals, charge)."""
     finals: list[Branch] = field(default_factory=list)
-    """Every branch's end: nothing waits any more."""
+    """Every branch's end: nothing more can happen (Pending: the pods refused for good)."""
     final_nodes: list[dict[str, list[GpuDevice]]] = field(default_factory=list)
     """Each distinct end's nodes (one naming), their cards with the usage HAMi would record."""
     states: int = 0
@@ -93,22 +122,51 @@ class OrderPlan:
         counts = [placed[batch] for _, _, placed, _ in self.finals]
         return min(counts), max(counts)
 
+    def reaches(self, devices: Mapping[str, list[GpuDevice]], pods: Mapping[str, int],
+                placed: Sequence[int]) -> bool:
+        """Whether an end seen for real is one of the plan's: each node's cards with the usage HAMi
+        recorded, the GPU pods bound on each node, the pods placed per batch; up to swapping
+        interchangeable nodes (with floating pods, whose places vary, the pods are not compared)."""
+        planner = self.planner
+        assert planner is not None
+        exact = not planner.floating
+        seen = tuple(tuple(sorted(Counter(
+            ((pods.get(name, 0) if exact else 0), usage_of(devices[name])) for name in members).items()))
+            for members in planner.members)
+        ends = {(tuple(tuple(sorted(_recount(nodes, exact))) for nodes in state), tuple(count))
+                for state, _, count, _ in self.finals}
+        return (seen, tuple(placed)) in ends
+
+
+def _recount(nodes: tuple[tuple[NodeState, int], ...], with_pods: bool) -> list[tuple[NodeState, int]]:
+    """A class's nodes in an end as `reaches` compares them: pods (or none) and the cards' usage."""
+    counts: Counter = Counter()
+    for node, count in nodes:
+        counts[((node[0] if with_pods else 0), node[1])] += count
+    return list(counts.items())
+
 
 def plan_any_order(nodes: Mapping[str, list[GpuDevice]], batches: list[Batch], *,
                    policy: str = DEFAULT_GPU_POLICY, node_policy: str = DEFAULT_NODE_POLICY,
                    quotas: Mapping[str, QuotaLeft] | None = None,
+                   counts: Mapping[str, CountQuota] | None = None,
                    pod_room: Mapping[str, int] | None = None, limit: int | None = None,
                    stop_at_refusal: bool = False, every_end: bool = False,
-                   floating: int = 0) -> OrderPlan:
-    """Every order in which HAMi may place the batches' pods (already created), with HAMi's quota
-    check per card against what each namespace's placed pods use. `stop_at_refusal`: answer only
-    the verdict, as soon as a refusal shows (the fix search). `limit`: states followed before the
-    answer is `unknown` (MAX_STATES). `every_end`: follow every state up to the limit even when
-    the bound already has the verdict (a live run is judged against every end). `floating`: the
-    platform's own pods kube-scheduler may have put on any node, in every way they may sit."""
+                   floating: int = 0, bind_failures: bool = True) -> OrderPlan:
+    """Every path on which HAMi may place the batches' pods, created together: each pod created in
+    any order, placed in any order, its bind failing and the pod placed again (module docstring).
+    `quotas`: HAMi's quota per namespace; `counts`: the ResourceQuota on requests.nvidia.com/gpu per
+    namespace (a batch's `count` is then the pods asked for, before admission; without either,
+    every pod is created). `stop_at_refusal`: answer only the verdict, as soon as a refusal shows
+    (the fix search). `limit`: states followed before the answer is `unknown` (MAX_STATES).
+    `every_end`: follow every state up to the limit even when the bound already has the verdict (a
+    run on real HAMi is judged against every end). `floating`: the platform's own pods
+    kube-scheduler may have put on any node, in every way they may sit. `bind_failures`: False
+    walks only paths where every bind succeeds (for comparison)."""
     limit = MAX_STATES if limit is None else limit
+    quotas, counts = quotas or {}, counts or {}
     planner = _Planner(nodes, policy, node_policy, pod_room, floating, [b.request for b in batches])
-    proven = not quotas_refuse(nodes, batches, quotas or {}) and all(
+    proven = not quotas_refuse(nodes, batches, quotas) and not counts_refuse(batches, counts) and all(
         never_refused(nodes, batches, index, policy, pod_room, floating) for index in range(len(batches)))
     if proven and stop_at_refusal:
         return OrderPlan(FITS, [_Outcome() for _ in batches], complete=False, planner=planner)
@@ -116,13 +174,20 @@ def plan_any_order(nodes: Mapping[str, list[GpuDevice]], batches: list[Batch], *
     # The details of a proven plan: enough states for every pod from every start (one workload on
     # many nodes is a long walk, not a wide one), at least DETAIL_STATES.
     detail = max(DETAIL_STATES, 2 * sum(b.count for b in batches) * len(starts))
-    found = _Search(planner, batches, quotas or {}, min(detail, limit) if proven and not every_end else limit,
-                    stop_at_refusal).run(starts)
+    search = _Search(planner, batches, quotas, counts, bind_failures, stop_at_refusal)
+    found = search.run(starts, min(detail, limit) if proven and not every_end else limit)
     found.planner = planner
     if proven and found.verdict == UNKNOWN:
         # Only the walk stopped early: the bound has the verdict; the details cover what it followed.
         found.verdict, found.why = FITS, ""
     return found
+
+
+def counts_refuse(batches: list[Batch], counts: Mapping[str, CountQuota]) -> bool:
+    """Whether a namespace's pods ask more cards than its ResourceQuota on requests.nvidia.com/gpu
+    allows: then some creation order refuses one (the quota counts every created pod)."""
+    return any(sum(b.count * b.request.nums for b in batches if b.namespace == namespace) > count.limit
+               for namespace, count in counts.items())
 
 
 def never_refused(nodes: Mapping[str, list[GpuDevice]], batches: list[Batch], index: int, policy: str,
@@ -134,31 +199,44 @@ def never_refused(nodes: Mapping[str, list[GpuDevice]], batches: list[Batch], in
     used up, when it has less memory or compute left than the pod asks, when the pod wants a whole
     card's compute and the card has any task (or the policy is mutex), or when the pod asks no
     compute and the card's is used up; a node, when fewer of its cards than the pod asks can take
-    it, or when its pods are at the kubelet's limit (`floating` platform pods may sit on any node:
-    counted on each). Each pod of another batch goes at most its best dimension's share of the way
-    to blocking a card, from what the card has left; the shares are added over every pod as if
-    they could be split (more than any real layout achieves), and still fall short of the nodes
-    that can take the pod now. HAMi's quota is `quotas_refuse`'s."""
+    it, or when its pods are at the kubelet's limit. Each pod of another batch goes at most its best
+    dimension's share of the way to blocking a card, from what the card has left, or one slot of
+    the way to filling a node's pod room (so does each of the `floating` platform pods, which may
+    sit on any node); the shares are added over every pod as if they could be split (more than any
+    real layout achieves), and still fall short of the nodes that can take the pod now. Failed
+    binds change nothing here: at any moment each pod holds at most one allocation, stale or not.
+    HAMi's quota is `quotas_refuse`'s."""
     request = batches[index].request
     takers = 0
     # Nodes alike in what a pod's share reads (their usable cards' capacity and use, their pod
     # room) cost alike: one of each kind is enough for the cheapest (99 identical workers: one).
     kinds: dict[tuple[Any, ...], tuple[list[GpuDevice], int | None]] = {}
     for name, devices in nodes.items():
-        room = None if pod_room is None or name not in pod_room else pod_room[name] - floating
+        room = None if pod_room is None or name not in pod_room else pod_room[name]
         usable = [d for d in devices if _usable(d, request, policy)]
         if len(usable) >= request.nums and (room is None or room > 0):
             takers += 1
             kinds.setdefault((len(usable), frozenset(map(_share_inputs, usable)), room), (usable, room))
     if not takers:
         return False
-    blocking = Fraction(0)
+    # Pods all of this one shape block a card only whole: as many as the card takes of them.
+    alike = all(batch.request == request for batch in batches if batch.count)
+
+    def cost(other: GpuRequest, usable: list[GpuDevice], room: int | None) -> Fraction:
+        return (_alike_to_block(usable, room, request, policy) if alike
+                else _pods_to_block(usable, room, request, other, policy))
+
+    # The platform's floating pods block a node only by its pod room, each one slot of it; where
+    # every node's cards are blocked before its room fills, even with all of them on it, never.
+    rooms = [room for _, room in kinds.values() if room is not None]
+    by_room = floating and rooms and any(
+        room is not None and room - floating < cost(b.request, usable, None)
+        for usable, room in kinds.values() for b in batches if b.count)
+    blocking = Fraction(floating, min(rooms)) if by_room else Fraction(0)
     for other, batch in enumerate(batches):
         pods = batch.count - 1 if other == index else batch.count
         if pods > 0:
-            cost = min(_pods_to_block(usable, room, request, batch.request, policy)
-                       for usable, room in kinds.values())
-            blocking += pods / cost
+            blocking += pods / min(cost(batch.request, usable, room) for usable, room in kinds.values())
     return blocking < takers
 
 
@@ -203,6 +281,27 @@ def _pods_to_block(cards: list[GpuDevice], room: int | None, request: GpuRequest
     return by_cards if room is None else min(by_cards, Fraction(room))
 
 
+def _alike_to_block(cards: list[GpuDevice], room: int | None, request: GpuRequest,
+                    policy: str) -> Fraction:
+    """The fewest pods of the request's own shape that leave the node with fewer usable cards than
+    it asks, or fill its pod slots: the cards that take the fewest of them, each filled (a pod on
+    `nums` cards fills `nums` at once)."""
+    needed = len(cards) - request.nums + 1
+    takes = sorted(_card_takes(d, request, policy) for d in cards)
+    by_cards = Fraction(sum(takes[:needed]), request.nums)
+    return by_cards if room is None else min(by_cards, Fraction(room))
+
+
+def _card_takes(device: GpuDevice, request: GpuRequest, policy: str) -> int:
+    """How many more pods of this shape one card takes (Fit's card checks, one after another)."""
+    card, taken = replace(device), 0
+    while _usable(card, request, policy):
+        card = replace(card, used=card.used + 1, usedmem=card.usedmem + request.memory_on(card),
+                       usedcores=card.usedcores + min(request.coresreq, FULL_CARD_CORES))
+        taken += 1
+    return taken
+
+
 def _card_share(device: GpuDevice, request: GpuRequest, other: GpuRequest, policy: str) -> Fraction:
     """How much of the way to blocking a usable card for `request` one `other` pod goes, at most."""
     cores = min(request.coresreq, FULL_CARD_CORES)
@@ -220,29 +319,39 @@ class _Search:
     """A depth-first walk over the distinct branch states, each visited once."""
 
     def __init__(self, planner: _Planner, batches: list[Batch], quotas: Mapping[str, QuotaLeft],
-                 limit: int, stop_at_refusal: bool) -> None:
-        self.planner, self.batches, self.quotas = planner, batches, quotas
-        self.limit, self.stop_at_refusal = limit, stop_at_refusal
+                 counts: Mapping[str, CountQuota], bind_failures: bool, stop_at_refusal: bool) -> None:
+        self.planner, self.batches, self.quotas, self.counts = planner, batches, quotas, counts
+        self.bind_failures, self.stop_at_refusal = bind_failures, stop_at_refusal
         self.outcomes = [_Outcome() for _ in batches]
         self.moved: list[set[tuple[int, tuple[int, ...]]]] = [set() for _ in batches]  # class, cards
-        self.seen: set[Branch] = set()
+        self.seen: set[Walk] = set()
         self.finals: list[Branch] = []
         self.refused = False
+        self.untouched = [nodes[0][0][1] for nodes in planner.start]  # each class's usage at the start
+        # Batches whose creation is checked (a quota in their namespace), and which of those read
+        # HAMi's usage when they are (its webhook: a HAMi quota).
+        self.admitted = [b.namespace is not None and (b.namespace in quotas or b.namespace in counts)
+                         for b in batches]
+        self.reads_usage = [b.namespace is not None and b.namespace in quotas for b in batches]
 
-    def run(self, starts: list[State]) -> OrderPlan:
-        stack: list[Branch] = [(start, tuple(b.count for b in self.batches), (0,) * len(self.batches), ())
-                               for start in starts]
+    def run(self, starts: list[State], limit: int) -> OrderPlan:
+        uncreated = tuple(b.count if checked else 0 for b, checked in zip(self.batches, self.admitted,
+                                                                           strict=True))
+        pending = tuple(b.count - later for b, later in zip(self.batches, uncreated, strict=True))
+        none = (0,) * len(self.batches)
+        stack: list[Walk] = [(_with_stale(start), pending, none, (), uncreated, ()) for start in starts]
         self.seen.update(stack)
         while stack:
-            if len(self.seen) > self.limit:
-                return self._unfinished()
+            if len(self.seen) > limit:
+                return self._unfinished(limit)
             branch = stack.pop()
-            if not any(branch[1]):
-                self.finals.append(branch)
+            successors = self._successors(branch)
+            if self.refused and self.stop_at_refusal:
+                return OrderPlan(DOES_NOT_FIT, self.outcomes, states=len(self.seen), complete=False)
+            if not successors:
+                self.finals.append(branch[:4])
                 continue
-            for successor in self._successors(branch):
-                if self.refused and self.stop_at_refusal:
-                    return OrderPlan(DOES_NOT_FIT, self.outcomes, states=len(self.seen), complete=False)
+            for successor in successors:
                 if successor not in self.seen:
                     self.seen.add(successor)
                     stack.append(successor)
@@ -257,44 +366,133 @@ class _Search:
             note_options(outcome, self.planner, batch.request, moves)
         return [self.planner.final(state) for state in dict.fromkeys(b[0] for b in self.finals)]
 
-    def _unfinished(self) -> OrderPlan:
+    def _unfinished(self, limit: int) -> OrderPlan:
         verdict = DOES_NOT_FIT if self.refused else UNKNOWN
-        why = (f"more than {self.limit} distinct states of the cards over the orders and node ties HAMi "
-               f"may take" + ("" if self.refused else ", and none of those followed refused a pod"))
+        why = (f"more than {limit} distinct states of the cards over the orders, node ties and failed "
+               f"binds HAMi may take"
+               + ("" if self.refused else ", and none of those followed refused a pod"))
         return OrderPlan(verdict, self.outcomes, self.finals, self._final_nodes(), len(self.seen),
                          complete=False, why=why)
 
-    def _successors(self, branch: Branch) -> list[Branch]:
-        state, waiting, placed, used = branch
+    def _successors(self, branch: Walk) -> list[Walk]:
+        """Every next step: a creation, a Pending pod placed, or a stale pod placed again."""
+        state, pending, placed, used, uncreated, created = branch
+        first = [i for i, left in enumerate(uncreated) if left and not self.reads_usage[i]]
+        if first:  # their admission reads no usage: created before anything else, in any order
+            return [self._create(branch, index) for index in first]
+        # The walk takes the last first: binds that succeed, so that ends come early.
         successors = []
-        for index, batch in enumerate(self.batches):
-            if not waiting[index]:
-                continue
-            quota = _quota_left(self.quotas, used, batch.namespace)
-            answers, moves = moves_from(self.planner, state, batch.request, quota)
-            outcome = self.outcomes[index]
-            if not moves:
-                # Refused for good, and so are the batch's other waiting pods (identical ones).
-                self.refused = True
-                outcome.branches_refused += 1
-                note_refusal(outcome.refusals, self.planner, state, answers)
-                successors.append((state, _set(waiting, index, 0), placed, used))
-                continue
-            outcome.branches_placed += 1
-            if not self.stop_at_refusal:
-                self.moved[index].update((move.group[0], move.positions) for move in moves)
-            cores = min(batch.request.coresreq, FULL_CARD_CORES) * batch.request.nums
-            for move in moves:
-                memory = move_memory(self.planner, batch.request, move)
-                charged = _charged(used, batch.namespace, self.quotas, memory, cores)
-                successors.append((move.successor, _set(waiting, index, waiting[index] - 1),
-                                   _set(placed, index, placed[index] + 1), charged))
+        for after, charged, index, places in self._replacements(state, used):
+            if not places:  # refused now: Pending again
+                successors.append((after, _add(pending, index, 1), placed, charged, uncreated, created))
+            for again, recharged, bound in places:
+                successors.append((again, pending, _add(placed, index, bound), recharged, uncreated, created))
+        successors += [self._create(branch, i) for i, left in enumerate(uncreated) if left]
+        for index, waiting in enumerate(pending):
+            if waiting:
+                for after, charged, bound in sorted(self._placements(state, index, used), key=lambda p: p[2]):
+                    successors.append((after, _add(pending, index, -1), _add(placed, index, bound),
+                                       charged, uncreated, created))
         return successors
 
+    def _create(self, branch: Walk, index: int) -> Walk:
+        """One pod of the batch created, or refused at creation (for good)."""
+        state, pending, placed, used, uncreated, created = branch
+        batch = self.batches[index]
+        refusal = _admission(batch.request, batch.namespace, _quota_left(self.quotas, used, batch.namespace),
+                             self.counts, created)
+        uncreated = _add(uncreated, index, -1)
+        if refusal:
+            self.refused = True
+            self.outcomes[index].branches_refused += 1
+            self.outcomes[index].refusals[refusal] = ([], refusal)
+            return state, pending, placed, used, uncreated, created
+        if batch.namespace in self.counts:
+            created = _charged(created, batch.namespace, self.counts, batch.request.nums, 0)
+        return state, _add(pending, index, 1), placed, used, uncreated, created
 
-def _set(values: tuple[int, ...], index: int, value: int) -> tuple[int, ...]:
-    return (*values[:index], value, *values[index + 1:])
+    def _placements(self, state: State, index: int, used: QuotaUsage) -> list[tuple[State, QuotaUsage, int]]:
+        """Each way HAMi may place one pod of the batch: (nodes, HAMi Used, 1 bound or 0 stale);
+        none when it refuses the pod (noted)."""
+        batch = self.batches[index]
+        answers, moves = moves_from(self.planner, state, batch.request,
+                                    _quota_left(self.quotas, used, batch.namespace))
+        outcome = self.outcomes[index]
+        if not moves:
+            self.refused = True
+            outcome.branches_refused += 1
+            note_refusal(outcome.refusals, self.planner, state, answers)
+            return []
+        outcome.branches_placed += 1
+        if not self.stop_at_refusal:
+            self.moved[index].update((move.group[0], move.positions) for move in moves)
+        cores = min(batch.request.coresreq, FULL_CARD_CORES) * batch.request.nums
+        places = []
+        for move in moves:
+            charged = _charged(used, batch.namespace, self.quotas,
+                               move_memory(self.planner, batch.request, move), cores)
+            places.append((move.successor, charged, 1))
+            if self._lock_may_be_held(move.group):
+                places.append((self._stale(state, move, index), charged, 0))
+        return places
+
+    def _lock_may_be_held(self, group: tuple[int, NodeState]) -> bool:
+        """Another pod of the plan was bound there (its usage moved from the start: a stale
+        allocation there too implies one, since only a held lock fails a bind)."""
+        index, node = group
+        return self.bind_failures and node[1] != self.untouched[index]
+
+    def _stale(self, state: State, move: Move, index: int) -> State:
+        """The nodes after a failed bind: the allocation on the cards, the pod not on the node."""
+        group_index, node = move.group
+        pods, usage, stale = node
+        request = self.batches[index].request
+        kept = (pods, self.planner.used(group_index, usage, request, move.positions, 1),
+                tuple(sorted((*stale, (index, move.positions)))))
+        return _replaced(state, group_index, node, kept)
+
+    def _replacements(self, state: State, used: QuotaUsage
+                      ) -> list[tuple[State, QuotaUsage, int, list[tuple[State, QuotaUsage, int]]]]:
+        """Each stale pod retried: its allocation dropped, then placed again (or refused)."""
+        found = []
+        for group_index, nodes in enumerate(state):
+            for node, _ in nodes:
+                pods, usage, stale = node
+                for entry in dict.fromkeys(stale):
+                    index, positions = entry
+                    batch = self.batches[index]
+                    rest = list(stale)
+                    rest.remove(entry)
+                    freed = (pods, self.planner.used(group_index, usage, batch.request, positions, -1),
+                             tuple(rest))
+                    after = _replaced(state, group_index, node, freed)
+                    dropped = Move((group_index, node), positions, ())
+                    memory = move_memory(self.planner, batch.request, dropped)
+                    cores = min(batch.request.coresreq, FULL_CARD_CORES) * batch.request.nums
+                    released = _charged(used, batch.namespace, self.quotas, -memory, -cores)
+                    found.append((after, released, index, self._placements(after, index, released)))
+        return found
 
 
-__all__ = ["DOES_NOT_FIT", "FITS", "MAX_STATES", "UNKNOWN", "Batch", "OrderPlan", "never_refused",
-           "plan_any_order", "quotas_refuse"]
+def _with_stale(state: State) -> State:
+    """A start state in the walk's form: no node holds a stale allocation."""
+    return tuple(tuple(((*node, ()), count) for node, count in nodes) for nodes in state)
+
+
+def _replaced(state: State, index: int, old: NodeState, new: NodeState) -> State:
+    counts = dict(state[index])
+    counts[old] -= 1
+    if not counts[old]:
+        del counts[old]
+    counts[new] = counts.get(new, 0) + 1
+    nodes = list(state)
+    nodes[index] = tuple(sorted(counts.items()))
+    return tuple(nodes)
+
+
+def _add(values: tuple[int, ...], index: int, change: int) -> tuple[int, ...]:
+    return (*values[:index], values[index] + change, *values[index + 1:])
+
+
+__all__ = ["DOES_NOT_FIT", "FITS", "MAX_STATES", "UNKNOWN", "Batch", "OrderPlan", "counts_refuse",
+           "never_refused", "plan_any_order", "quotas_refuse"]

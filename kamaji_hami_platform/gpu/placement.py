@@ -133,7 +133,9 @@ class _Outcome:
 
 
 Usage = tuple[tuple[int, int, int], ...]  # per card: used, usedmem, usedcores
-NodeState = tuple[int, Usage]  # GPU pods on the node (the kubelet's pod limit), and its cards' usage
+# GPU pods on the node (the kubelet's pod limit), and its cards' usage; the walk over orders adds the
+# node's stale allocations (orders.py).
+NodeState = tuple[Any, ...]
 ClassState = tuple[tuple[NodeState, int], ...]  # sorted: each node state and how many nodes are in it
 State = tuple[ClassState, ...]  # per class of interchangeable nodes, in class order
 
@@ -183,7 +185,7 @@ class _Planner:
                 for d, (used, memory, cores) in zip(base, usage, strict=True)]
 
     def answer(self, index: int, node: NodeState, request: GpuRequest, quota: QuotaLeft | None) -> _Answer:
-        pods, usage = node
+        pods, usage = node[0], node[1]  # the walk over orders keeps more in a node state (orders.py)
         room = self.rooms[index]
         if room is not None and pods >= room:
             return _Answer(False, (), TOO_MANY_PODS)
@@ -203,15 +205,22 @@ class _Planner:
 
     def charged(self, index: int, node: NodeState, request: GpuRequest,
                 positions: tuple[int, ...]) -> NodeState:
-        """The node state after HAMi's AddResourceUsage for one pod on these cards."""
-        pods, usage = node
+        """The node state after HAMi's AddResourceUsage for one pod on these cards (what else the
+        state holds is kept)."""
+        pods, usage = node[0], node[1]
+        return (pods + 1, self.used(index, usage, request, positions, 1), *node[2:])
+
+    def used(self, index: int, usage: Usage, request: GpuRequest, positions: tuple[int, ...],
+             sign: int) -> Usage:
+        """The cards' usage with one pod's allocation on these cards added (sign 1) or taken back
+        (-1: HAMi's RmUsage of a stale allocation, pkg/scheduler/scheduler.go Filter)."""
         cards = list(usage)
         base = self.base[self.members[index][0]]
         for i in positions:
             used, memory, cores = cards[i]
-            cards[i] = (used + 1, memory + request.memory_on(base[i]), cores + min(request.coresreq,
-                                                                                   FULL_CARD_CORES))
-        return pods + 1, tuple(cards)
+            cards[i] = (used + sign, memory + sign * request.memory_on(base[i]),
+                        cores + sign * min(request.coresreq, FULL_CARD_CORES))
+        return tuple(cards)
 
     def starts(self) -> list[State]:
         """Every way the floating pods (the platform's, placed by kube-scheduler before any GPU

@@ -2,11 +2,12 @@
 
 Every replica of every declared workload is created together, as their controllers and one
 `kubectl apply` create them, and HAMi then places them in whichever order kube-scheduler's queue
-gives (`kamaji_hami_platform.gpu.orders`): the verdict holds for every order. At creation HAMi's
-webhook sees none of them placed, and the ResourceQuota on `requests.nvidia.com/gpu` counts each
-created pod, Pending ones too. Each worker takes as many GPU pods as its kubelet allows besides the
-platform's own (`node_pods`). When a declaration does not fit, the smallest fix: the quotas to
-raise, the workers or cards to add (a hardware change for worker hosts), or both.
+gives, with failed binds and creation in any order too (`kamaji_hami_platform.gpu.orders`): the
+verdict holds for every path. The ResourceQuota on `requests.nvidia.com/gpu` counts each created
+pod, Pending ones too; HAMi's webhook counts what HAMi has allocated when a pod is created. Each
+worker takes as many GPU pods as its kubelet allows besides the platform's own (`node_pods`). When
+a declaration does not fit, the smallest fix: the quotas to raise, the workers or cards to add (a
+hardware change for worker hosts), or both.
 
 Upstream: k8s.io/apiserver v0.35 admission/plugin/resourcequota/controller.go (every created pod
 counts); Project-HAMi/HAMi v2.10.0 pkg/device/quota.go (`ResourceQuotaNotFit`; `Used` grows when
@@ -186,7 +187,8 @@ class Admission:
 
 
 def admit(tenant: TenantConfig, quotas: bool = True) -> Admission:
-    """Creation, before HAMi places any: HAMi's webhook sees no pod of the namespace placed, so it
+    """Creation in declared order, before HAMi places any (one order the walk follows, and the
+    one the live suite creates pods in): HAMi's webhook sees no pod of the namespace placed, so it
     denies only a pod over its quota on its own (pkg/scheduler/webhook.go fitResourceQuota); then
     the ResourceQuota on requests.nvidia.com/gpu counts every created pod in turn."""
     hami, counts = (_hami_quotas(tenant), _counts(tenant)) if quotas else ({}, {})
@@ -228,10 +230,13 @@ def batches_of(tenant: TenantConfig, admission: Admission) -> tuple[list[Batch],
 
 
 def _plan_orders(tenant: TenantConfig, hardware: Hardware, batches: list[Batch], quotas: bool = True,
-                 stop_at_refusal: bool = False) -> OrderPlan:
+                 stop_at_refusal: bool = False, counted: bool = False) -> OrderPlan:
+    """The walk over every path; `counted`: the batches are the pods asked for, and the walk admits
+    them under the ResourceQuota on requests.nvidia.com/gpu too (else they are the ones created)."""
     return plan_any_order(hardware.nodes, batches, policy=tenant.hami.gpu_scheduler_policy,
                           node_policy=tenant.hami.node_scheduler_policy,
-                          quotas=_hami_quotas(tenant) if quotas else None, pod_room=hardware.pod_room,
+                          quotas=_hami_quotas(tenant) if quotas else None,
+                          counts=_counts(tenant) if quotas and counted else None, pod_room=hardware.pod_room,
                           stop_at_refusal=stop_at_refusal, floating=hardware.floating)
 
 
@@ -348,23 +353,24 @@ def plan_workloads(tenant: TenantConfig, cluster: str) -> WorkloadPlan:
     """The tenant's declared workloads on its configured cards, with HAMi's policies, the
     namespaces' quotas and the kubelet's pod limit."""
     hardware = tenant_hardware(tenant, cluster)
-    admission = admit(tenant)
-    batches, owner = batches_of(tenant, admission)
-    planned = _plan_orders(tenant, hardware, batches)
+    # Every replica asked for: the walk creates them in any order (which ones a quota refuses at
+    # creation is an order too), and the declared order is one of those.
+    asked = [workload.replicas for workload in tenant.gpu_workloads]
+    batches, owner = batches_of(tenant, Admission(asked, [""] * len(asked)))
+    planned = _plan_orders(tenant, hardware, batches, counted=True)
     results = []
     for index, workload in enumerate(tenant.gpu_workloads):
         outcome = planned.outcomes[owner[index]]
-        placed = _placed(planned, batches, owner, admission.created, index)
-        reasons = [r for r in (admission.refusals[index], *outcome.refusals) if r]
-        messages = [m for m in (admission.refusals[index],
-                                *(m for _, m in outcome.refusals.values())) if m]
+        placed = _placed(planned, batches, owner, asked, index)
+        reasons = [r for r in outcome.refusals if r]
+        messages = [m for _, m in outcome.refusals.values() if m]
         results.append(WorkloadResult(
             workload.name, workload.namespace, workload.replicas, placed=placed,
             refused=Span(workload.replicas - placed.high, workload.replicas - placed.low),
             nodes=sorted({node for node, _ in outcome.options}),
             reason=" | ".join(reasons), kubectl_message=" | ".join(messages),
             headroom=_headroom(tenant, hardware, planned, batches, index)))
-    verdict = DOES_NOT_FIT if any(admission.refusals) else planned.verdict
+    verdict = DOES_NOT_FIT if any(admit(tenant).refusals) else planned.verdict
     final = planned.final_nodes
     plan = WorkloadPlan(tenant.name, results, _cards_left(hardware.nodes, final) if final else [],
                         _certain(planned), planned.complete, verdict=verdict,

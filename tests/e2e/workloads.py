@@ -24,10 +24,10 @@ from kamaji_hami_platform.config import (
     PlatformConfig,
     TenantConfig,
 )
-from kamaji_hami_platform.gpu import Span
+from kamaji_hami_platform.gpu import GpuDevice, Span
 from kamaji_hami_platform.gpu.card_fit import FULL_CARD_CORES, USE_GPU_TYPE
 from kamaji_hami_platform.gpu.orders import OrderPlan, plan_any_order
-from kamaji_hami_platform.gpu.placement import NodeState, State, _Planner
+from kamaji_hami_platform.gpu.placement import _Planner
 from kamaji_hami_platform.gpu.workloads import (
     Hardware,
     _hami_quotas,
@@ -253,9 +253,10 @@ def _running_problems(expected: DeclaredPlan, seen: Seen) -> list[str]:
     return problems
 
 
-def observed_state(expected: DeclaredPlan, seen: list[Seen]) -> State:
-    """The cards' usage the Running pods leave, as the planner writes a state (classes of
-    identical nodes, each a multiset of node states)."""
+def observed_usage(expected: DeclaredPlan, seen: list[Seen]
+                   ) -> tuple[dict[str, list[GpuDevice]], dict[str, int]]:
+    """The cards' usage the Running pods leave (each node's cards as the planner writes them), and
+    the GPU pods Running on each node."""
     planner = expected.planner
     usage: dict[str, list[list[int]]] = {name: [[0, 0, 0] for _ in planner.base[name]]
                                          for name in planner.names}
@@ -269,23 +270,18 @@ def observed_state(expected: DeclaredPlan, seen: list[Seen]) -> State:
             if card.card in index:
                 entry = usage[s.node][index[card.card]]
                 entry[0], entry[1], entry[2] = entry[0] + 1, entry[1] + card.memory_mib, entry[2] + card.cores
-    classes = []
-    for members in planner.members:
-        nodes: dict[NodeState, int] = {}
-        for name in members:
-            node = (pods[name], tuple(tuple(card) for card in usage[name]))
-            nodes[node] = nodes.get(node, 0) + 1
-        classes.append(tuple(sorted(nodes.items())))
-    return tuple(classes)
+    devices = {name: planner.devices(planner.class_of[name], tuple(tuple(card) for card in usage[name]), name)
+               for name in planner.names}
+    return devices, pods
 
 
 def state_problems(expected: DeclaredPlan, seen: list[Seen]) -> list[str]:
     """Whether the cards are left as one of the walk's ends leaves them, with its counts."""
-    state = observed_state(expected, seen)
+    devices, pods = observed_usage(expected, seen)
     counts = running_counts(seen)
     placed = tuple(sum(counts[w.name] for w in {r.workload for r in expected.replicas}
                        if expected.batch_of[w.name] == batch) for batch in range(len(expected.walk.outcomes)))
-    if any(end[0] == state and end[2] == placed for end in expected.walk.finals):
+    if expected.walk.reaches(devices, pods, placed):
         return []
     return [f"the cards are left as no order HAMi may take leaves them: per batch {placed} Running, "
             f"{len(expected.walk.finals)} possible ends"]
