@@ -18,24 +18,33 @@ the walk follows every interleaving of what happens to each pod (Project-HAMi/HA
    quota's Used), or refuses it. A refused pod stays Pending and is retried (kube-scheduler
    requeues a pod an extender refused on any cluster event); it is placed later only if usage went
    down meanwhile, which only a stale allocation's release (3) does.
-3. Bind may fail: kube-scheduler binds in the background while it filters the next pods, and
-   HAMi's `Bind` fails while another pod holds the node's lock (pkg/util/nodelock/nodelock.go
-   `LockNode` ~241-290, which does not wait). Its `fail` (scheduler.go ~1036-1045) releases no
-   allocation: the pod's stays in HAMi's cache, stale, and counts for every pod filtered meanwhile.
-   When kube-scheduler retries the pod, `Filter` first drops the stale allocation (~1092) and
-   places the pod again on the usage of that moment: elsewhere, the same place, or nowhere. The
-   walk lets a bind fail on any node that already holds a pod of the plan (the lock's holder),
-   as often as the states allow; a pod released and placed again may fail again.
+3. Bind may fail: kube-scheduler binds in the background, in its own goroutine per pod, while it
+   filters the next pods (v1.35.4 pkg/scheduler/schedule_one.go), and HAMi's `Bind` fails at once
+   while another pod holds the node's lock (pkg/util/nodelock/nodelock.go `LockNode` ~241-290).
+   So the walk keeps every placed pod's bind open: at any later step it may fail if another pod
+   of the plan is on that node (one filtered later may have taken the lock first). The failed pod
+   leaves the node (kube-scheduler forgets it: no pod slot) but its allocation stays in HAMi's
+   cache and quota, stale (`fail`, scheduler.go ~1036-1045, releases none). When kube-scheduler
+   retries the pod, `Filter` drops the stale allocation (~1092) and places the pod again on the
+   usage of that moment: elsewhere, the same place, or nowhere. HAMi's informer may put the
+   allocation back from the pod's annotations before the usage is read (`onUpdatePod` ->
+   `onAddPod`), so the retry is also placed as if it were still there; and a pod refused then may
+   get it back while Pending (a ghost, until its next retry).
 
-An end is a state where nothing more can happen: every pod created or refused at creation, no
-stale allocation, and every Pending pod refused by every node. The verdict: `fits` when no path
-refuses a pod (at creation or by Filter, even for a while), `does not fit` when one does (that
-path can happen), `unknown` when neither could be shown within the limit. "No path refuses" is
-shown in one of two ways: the walk over every distinct state ends without a refusal, or a bound
-does it at once (`never_refused`): however the other pods lay on the cards (each holds at most one
-allocation at any moment, stale or not), they could not block every node for this pod.
-What the walk does not follow: a pod deleted between Filter and Bind (its allocation may stay in
-HAMi's cache, scheduler.go `onDelPod`), and locks held by pods from before the plan.
+An end is a settled state: every pod created or refused at creation, and no Pending or stale pod
+that `Filter` would place (a stale one whose retry is refused is Pending, its allocation perhaps a
+ghost; every pod left on a node binds). The verdict: `fits` when no end has a pod refused (at
+creation, or Pending for good), `does not fit` when one does (that path can happen), `unknown`
+when neither could be shown within the limit. A refusal on the way that a later retry undoes (the
+informer's race above) is not a refusal of the plan: kube-scheduler retries the pod. "No end
+refuses" is shown in one of two ways: the walk over every distinct state ends without such an end,
+or a bound does it at once (`never_refused`): however the other pods lay on the cards (each holds
+at most one allocation, stale or not, when a pod is refused for good), they could not block every
+node for this pod.
+What the walk does not follow: other failures after `Filter` (a plugin's Reserve, Permit or
+PreBind, an extender timeout, an API error while binding: any bind could then fail, on any
+node), locks held by pods from before the plan, a ReplicaSet creating again a pod the webhook
+denied, and a pod deleted between `Filter` and `Bind`.
 Rationale: docs/design/gpu-fit-model.md.
 """
 
@@ -174,8 +183,14 @@ def plan_any_order(nodes: Mapping[str, list[GpuDevice]], batches: list[Batch], *
     # The details of a proven plan: enough states for every pod from every start (one workload on
     # many nodes is a long walk, not a wide one), at least DETAIL_STATES.
     detail = max(DETAIL_STATES, 2 * sum(b.count for b in batches) * len(starts))
-    search = _Search(planner, batches, quotas, counts, bind_failures, stop_at_refusal)
-    found = search.run(starts, min(detail, limit) if proven and not every_end else limit)
+    found = _Search(planner, batches, quotas, counts, bind_failures, stop_at_refusal).run(
+        starts, min(detail, limit) if proven and not every_end else limit)
+    if proven and not every_end and not found.complete and bind_failures:
+        # The bound has the verdict, failed binds included; failed binds multiply the states, so
+        # the details follow the binds that succeed: still not every path.
+        found = _Search(planner, batches, quotas, counts, False, stop_at_refusal).run(starts,
+                                                                                      min(detail, limit))
+        found.complete = False
     found.planner = planner
     if proven and found.verdict == UNKNOWN:
         # Only the walk stopped early: the bound has the verdict; the details cover what it followed.
@@ -204,8 +219,8 @@ def never_refused(nodes: Mapping[str, list[GpuDevice]], batches: list[Batch], in
     the way to filling a node's pod room (so does each of the `floating` platform pods, which may
     sit on any node); the shares are added over every pod as if they could be split (more than any
     real layout achieves), and still fall short of the nodes that can take the pod now. Failed
-    binds change nothing here: at any moment each pod holds at most one allocation, stale or not.
-    HAMi's quota is `quotas_refuse`'s."""
+    binds change nothing here: when a pod is refused for good (its own old allocation dropped),
+    every other pod holds at most one allocation, stale or not. HAMi's quota is `quotas_refuse`'s."""
     request = batches[index].request
     takers = 0
     # Nodes alike in what a pod's share reads (their usable cards' capacity and use, their pod
@@ -327,7 +342,6 @@ class _Search:
         self.seen: set[Walk] = set()
         self.finals: list[Branch] = []
         self.refused = False
-        self.untouched = [nodes[0][0][1] for nodes in planner.start]  # each class's usage at the start
         # Batches whose creation is checked (a quota in their namespace), and which of those read
         # HAMi's usage when they are (its webhook: a HAMi quota).
         self.admitted = [b.namespace is not None and (b.namespace in quotas or b.namespace in counts)
@@ -339,24 +353,44 @@ class _Search:
                                                                            strict=True))
         pending = tuple(b.count - later for b, later in zip(self.batches, uncreated, strict=True))
         none = (0,) * len(self.batches)
-        stack: list[Walk] = [(_with_stale(start), pending, none, (), uncreated, ()) for start in starts]
+        stack: list[Walk] = [(_with_entries(start), pending, none, (), uncreated, ()) for start in starts]
         self.seen.update(stack)
+        ends: dict[Branch, None] = {}
         while stack:
             if len(self.seen) > limit:
+                self.finals = list(ends)
                 return self._unfinished(limit)
             branch = stack.pop()
-            successors = self._successors(branch)
+            successors, settled = self._successors(branch)
             if self.refused and self.stop_at_refusal:
                 return OrderPlan(DOES_NOT_FIT, self.outcomes, states=len(self.seen), complete=False)
-            if not successors:
-                self.finals.append(branch[:4])
-                continue
+            if settled:
+                ends[self._end(branch)] = None
             for successor in successors:
                 if successor not in self.seen:
                     self.seen.add(successor)
                     stack.append(successor)
+        self.finals = list(ends)
         return OrderPlan(DOES_NOT_FIT if self.refused else FITS, self.outcomes, self.finals,
                          self._final_nodes(), len(self.seen))
+
+    def _end(self, branch: Walk) -> Branch:
+        """A settled branch as it is seen: every pod left on a node binds; a Pending pod's stale
+        allocation (back in HAMi's cache from its annotations) is on no node. Pending counts them."""
+        state, pending, placed, used = branch[:4]
+        waiting = list(pending)
+        ended = []
+        for index, nodes in enumerate(state):
+            counted: Counter = Counter()
+            for node, count in nodes:
+                pods, usage, entries = node
+                for batch, positions, stale in entries:
+                    if stale:
+                        usage = self.planner.used(index, usage, self.batches[batch].request, positions, -1)
+                        waiting[batch] += count
+                counted[(pods, usage, ())] += count
+            ended.append(tuple(sorted(counted.items())))
+        return tuple(ended), tuple(waiting), placed, used
 
     def _final_nodes(self) -> list[dict[str, list[GpuDevice]]]:
         """Each distinct end's nodes; first, every batch's moves named (any member of a moved class
@@ -374,26 +408,53 @@ class _Search:
         return OrderPlan(verdict, self.outcomes, self.finals, self._final_nodes(), len(self.seen),
                          complete=False, why=why)
 
-    def _successors(self, branch: Walk) -> list[Walk]:
-        """Every next step: a creation, a Pending pod placed, or a stale pod placed again."""
+    def _successors(self, branch: Walk) -> tuple[list[Walk], bool]:
+        """Every next step (a creation, a Pending pod placed, a bind failing, a stale pod placed
+        again), and whether the branch is settled: nothing is created or placed any more unless a
+        bind fails (each pod on a node may still bind). A settled branch's Pending pods are refused
+        for good: noted (a refusal on the way, whose pod a later retry places, is not)."""
         state, pending, placed, used, uncreated, created = branch
         first = [i for i, left in enumerate(uncreated) if left and not self.reads_usage[i]]
         if first:  # their admission reads no usage: created before anything else, in any order
-            return [self._create(branch, index) for index in first]
-        # The walk takes the last first: binds that succeed, so that ends come early.
-        successors = []
-        for after, charged, index, places in self._replacements(state, used):
-            if not places:  # refused now: Pending again
+            return [self._create(branch, index) for index in first], False
+        # The walk takes the last first: placements, so that ends come early.
+        successors: list[Walk] = []
+        settled = not any(uncreated)
+        refused: list[tuple[State, QuotaUsage, int]] = []
+        for after, charged, index, places, raced in self._replacements(state, used):
+            if places:
+                settled = False
+            else:
+                refused.append((after, charged, index))
+            if raced or not places:  # refused now: Pending (its allocation may come back: `_end`)
                 successors.append((after, _add(pending, index, 1), placed, charged, uncreated, created))
-            for again, recharged, bound in places:
-                successors.append((again, pending, _add(placed, index, bound), recharged, uncreated, created))
+            for again, recharged in places:
+                successors.append((again, pending, _add(placed, index, 1), recharged, uncreated, created))
+        for after, index in self._failures(state):
+            successors.append((after, pending, _add(placed, index, -1), used, uncreated, created))
         successors += [self._create(branch, i) for i, left in enumerate(uncreated) if left]
         for index, waiting in enumerate(pending):
             if waiting:
-                for after, charged, bound in sorted(self._placements(state, index, used), key=lambda p: p[2]):
-                    successors.append((after, _add(pending, index, -1), _add(placed, index, bound),
-                                       charged, uncreated, created))
-        return successors
+                places = self._placements(state, index, used)
+                if places:
+                    settled = False
+                else:
+                    refused.append((state, used, index))
+                successors += [(after, _add(pending, index, -1), _add(placed, index, 1), charged, uncreated,
+                                created) for after, charged in places]
+        if settled:
+            for where, charged, index in refused:
+                self._note_refusal(where, charged, index)
+        return successors, settled
+
+    def _note_refusal(self, state: State, used: QuotaUsage, index: int) -> None:
+        """A pod of the batch refused for good in an end: every node's reason then."""
+        batch = self.batches[index]
+        quota = _quota_left(self.quotas, used, batch.namespace)
+        answers, _ = moves_from(self.planner, state, batch.request, quota)
+        self.refused = True
+        self.outcomes[index].branches_refused += 1
+        note_refusal(self.outcomes[index].refusals, self.planner, state, answers)
 
     def _create(self, branch: Walk, index: int) -> Walk:
         """One pod of the batch created, or refused at creation (for good)."""
@@ -411,17 +472,18 @@ class _Search:
             created = _charged(created, batch.namespace, self.counts, batch.request.nums, 0)
         return state, _add(pending, index, 1), placed, used, uncreated, created
 
-    def _placements(self, state: State, index: int, used: QuotaUsage) -> list[tuple[State, QuotaUsage, int]]:
-        """Each way HAMi may place one pod of the batch: (nodes, HAMi Used, 1 bound or 0 stale);
-        none when it refuses the pod (noted)."""
+    def _placements(self, state: State, index: int, used: QuotaUsage,
+                    onto: tuple[State, int, NodeState, NodeState] | None = None
+                    ) -> list[tuple[State, QuotaUsage]]:
+        """Each way HAMi may place one pod of the batch, seen from `state`: the nodes after (the pod
+        on its node, its bind still to come) and HAMi's Used; none when HAMi refuses it.
+        `onto`: the state the pod lands in when that differs from the one it was filtered on (its
+        own stale allocation dropped from one node: that class, the node before and after)."""
         batch = self.batches[index]
-        answers, moves = moves_from(self.planner, state, batch.request,
-                                    _quota_left(self.quotas, used, batch.namespace))
+        quota = _quota_left(self.quotas, used, batch.namespace)
+        _, moves = moves_from(self.planner, state, batch.request, quota)
         outcome = self.outcomes[index]
         if not moves:
-            self.refused = True
-            outcome.branches_refused += 1
-            note_refusal(outcome.refusals, self.planner, state, answers)
             return []
         outcome.branches_placed += 1
         if not self.stop_at_refusal:
@@ -431,37 +493,68 @@ class _Search:
         for move in moves:
             charged = _charged(used, batch.namespace, self.quotas,
                                move_memory(self.planner, batch.request, move), cores)
-            places.append((move.successor, charged, 1))
-            if self._lock_may_be_held(move.group):
-                places.append((self._stale(state, move, index), charged, 0))
+            for target, node in self._targets(state, move.group, onto):
+                places.append((self._placed(target, move.group[0], node, index, move.positions), charged))
         return places
 
-    def _lock_may_be_held(self, group: tuple[int, NodeState]) -> bool:
-        """Another pod of the plan was bound there (its usage moved from the start: a stale
-        allocation there too implies one, since only a held lock fails a bind)."""
+    @staticmethod
+    def _targets(state: State, group: tuple[int, NodeState], onto: tuple[State, int, NodeState, NodeState]
+                 | None) -> list[tuple[State, NodeState]]:
+        """The node a move lands on, in the state it lands in: the chosen node, or, when the pod
+        was filtered with its own old allocation still counted, that node freed of it (and, if
+        another node of the class was in the same state, that one too)."""
         index, node = group
-        return self.bind_failures and node[1] != self.untouched[index]
+        if onto is None:
+            return [(state, node)]
+        after, holder_class, held, freed = onto
+        if (index, node) != (holder_class, held):
+            return [(after, node)]
+        others = dict(after[index]).get(held, 0)
+        return [(after, freed), *([(after, held)] if others else [])]
 
-    def _stale(self, state: State, move: Move, index: int) -> State:
-        """The nodes after a failed bind: the allocation on the cards, the pod not on the node."""
-        group_index, node = move.group
-        pods, usage, stale = node
-        request = self.batches[index].request
-        kept = (pods, self.planner.used(group_index, usage, request, move.positions, 1),
-                tuple(sorted((*stale, (index, move.positions)))))
-        return _replaced(state, group_index, node, kept)
+    def _placed(self, state: State, index: int, node: NodeState, batch: int,
+                positions: tuple[int, ...]) -> State:
+        pods, usage, entries = node
+        request = self.batches[batch].request
+        landed = (pods + 1, self.planner.used(index, usage, request, positions, 1),
+                  tuple(sorted((*entries, (batch, positions, 0)))))
+        return _replaced(state, index, node, landed)
+
+    def _failures(self, state: State) -> list[tuple[State, int]]:
+        """Each pod on a node whose bind may still fail: another pod of the plan on that node may
+        take its lock first (kube-scheduler binds in the background, in any order). The failed
+        pod leaves the node (kube-scheduler forgets it); HAMi keeps its allocation, stale."""
+        if not self.bind_failures:
+            return []
+        found = []
+        for index, nodes in enumerate(state):
+            for node, _ in nodes:
+                pods, usage, entries = node
+                placed = [entry for entry in entries if not entry[2]]
+                if len(placed) < 2:
+                    continue
+                for entry in dict.fromkeys(placed):
+                    rest = list(entries)
+                    rest.remove(entry)
+                    failed = (pods - 1, usage, tuple(sorted((*rest, (entry[0], entry[1], 1)))))
+                    found.append((_replaced(state, index, node, failed), entry[0]))
+        return found
 
     def _replacements(self, state: State, used: QuotaUsage
-                      ) -> list[tuple[State, QuotaUsage, int, list[tuple[State, QuotaUsage, int]]]]:
-        """Each stale pod retried: its allocation dropped, then placed again (or refused)."""
+                      ) -> list[tuple[State, QuotaUsage, int, list[tuple[State, QuotaUsage]], bool]]:
+        """Each stale pod retried: `Filter` drops its allocation, then places the pod again (or
+        refuses it). The drop may not have happened yet when the usage is read: HAMi's informer
+        can put the allocation back from the pod's annotations first (`onUpdatePod`), so the pod is
+        also placed as if its old allocation were still there, which may refuse it (the last
+        item: refused only so)."""
         found = []
         for group_index, nodes in enumerate(state):
             for node, _ in nodes:
-                pods, usage, stale = node
-                for entry in dict.fromkeys(stale):
-                    index, positions = entry
+                pods, usage, entries = node
+                for entry in dict.fromkeys(e for e in entries if e[2]):
+                    index, positions, _ = entry
                     batch = self.batches[index]
-                    rest = list(stale)
+                    rest = list(entries)
                     rest.remove(entry)
                     freed = (pods, self.planner.used(group_index, usage, batch.request, positions, -1),
                              tuple(rest))
@@ -470,12 +563,17 @@ class _Search:
                     memory = move_memory(self.planner, batch.request, dropped)
                     cores = min(batch.request.coresreq, FULL_CARD_CORES) * batch.request.nums
                     released = _charged(used, batch.namespace, self.quotas, -memory, -cores)
-                    found.append((after, released, index, self._placements(after, index, released)))
+                    places = self._placements(after, index, released)
+                    raced = places and self._placements(state, index, released,
+                                                        (after, group_index, node, freed))
+                    found.append((after, released, index, places, bool(places) and not raced))
+                    if raced:
+                        places += raced
         return found
 
 
-def _with_stale(state: State) -> State:
-    """A start state in the walk's form: no node holds a stale allocation."""
+def _with_entries(state: State) -> State:
+    """A start state in the walk's form: no pod of the plan on any node yet."""
     return tuple(tuple(((*node, ()), count) for node, count in nodes) for nodes in state)
 
 

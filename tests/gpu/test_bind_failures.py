@@ -77,6 +77,24 @@ class TestBindFailures:
         assert walked.reaches(seen, {"b": 3}, [1, 2])
         assert not bound_only.reaches(seen, {"b": 3}, [1, 2])
 
+    def test_a_bind_fails_when_a_pod_filtered_later_takes_the_lock_first(self):
+        """kube-scheduler binds in the background (v1.35.4 pkg/scheduler/schedule_one.go): Y lands
+        on the empty node n, X follows (n now scores higher), X's bind takes n's lock first and Y's
+        fails; kube-scheduler forgets Y, so n has room for the second X (its pod limit is 2), and
+        Y's retry finds n full of pods and m short of memory. Deciding a bind's fate when the pod
+        is placed missed this: every bind's outcome waits while other pods are placed."""
+        card = {"count": 10, "devmem": 81920, "devcore": 100, "type": "NVIDIA A100-SXM4-80GB"}
+        nodes = {"m": [GpuDevice(id="m0", index=0, used=1, usedmem=60000, usedcores=30, **card)],
+                 "n": [GpuDevice(id="n0", index=0, **card)]}
+        y, x = GpuRequest(1, 30000, coresreq=70), GpuRequest(1, 10000, coresreq=10)
+        kwargs = {"policy": "binpack", "node_policy": "binpack", "pod_room": {"n": 2, "m": 5}}
+        batches = [Batch(y, None, 1), Batch(x, None, 2)]
+        assert plan_any_order(nodes, batches, bind_failures=False, **kwargs).verdict == FITS
+        planned = plan_any_order(nodes, batches, every_end=True, **kwargs)
+        assert planned.verdict == DOES_NOT_FIT and planned.complete
+        assert "m: 1/1 CardInsufficientMemory; n: Too many pods" in planned.outcomes[0].refusals
+        assert planned.placed(0) == (0, 1)
+
     def test_one_card_is_the_same_with_or_without_failed_binds(self):
         """The headline: three 20000 MiB / 30 % pods share the card, a fourth is refused."""
         one = {"a": cards("a", 1)}
@@ -93,9 +111,13 @@ class TestBindFailures:
         for full, other in (("a", "b"), ("b", "a")):
             seen = loaded(nodes, {full: [(0, SHARE)] * 3, other: [(0, SHARE)]})
             assert walked.reaches(seen, {full: 3, other: 1}, [4])
-        # binpack fills the busier card first, stale allocations or not: never two and two
-        assert not walked.reaches(loaded(nodes, {"a": [(0, SHARE)] * 2, "b": [(0, SHARE)] * 2}),
-                                  {"a": 2, "b": 2}, [4])
+        # binpack fills the busier card first; two and two only when a retried pod's Filter still
+        # counts its own old allocation (HAMi's informer put it back: the card looks full)
+        even = loaded(nodes, {"a": [(0, SHARE)] * 2, "b": [(0, SHARE)] * 2})
+        assert walked.reaches(even, {"a": 2, "b": 2}, [4])
+        bound_only = plan_any_order(nodes, [Batch(SHARE, None, 4)], policy="binpack", node_policy="binpack",
+                                    every_end=True, bind_failures=False)
+        assert not bound_only.reaches(even, {"a": 2, "b": 2}, [4])
         assert [usage_of(d) for d in nodes.values()] == [((0, 0, 0),), ((0, 0, 0),)], "inputs untouched"
 
     def test_the_bound_still_proves_fits_when_each_pod_holds_one_allocation(self):
