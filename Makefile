@@ -153,9 +153,12 @@ engine: test-venv venv policy/venv/.installed
 	$(call require_tier,engine) $(TEST_VENV)/bin/python -m pytest -m engine -rs -v tests/engine
 
 # The partial simulation tier: a real kube-apiserver 1.35 and etcd, built from their Go
-# modules into a cache outside the repository (toolchain/build.sh), fed the platform's objects.
+# modules into a cache outside the repository (toolchain/build.sh), fed the platform's objects;
+# and HAMi's real scheduler behind kube-scheduler, built from its upstream source archive
+# (toolchain/hami.sh: the module proxy does not serve HAMi).
 sim: test-venv
 	bash toolchain/build.sh >/dev/null
+	bash toolchain/hami.sh >/dev/null
 	$(call require_tier,sim) $(TEST_VENV)/bin/python -m pytest -m sim -rs -v tests/sim
 
 # Worker hosts over SSH, for real: Debian's sshd unpacked into the toolchain cache

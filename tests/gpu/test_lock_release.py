@@ -68,18 +68,25 @@ case "$1 $2" in
       erroring-*) echo "Error from server (InternalError): etcdserver: leader changed" >&2; exit 1 ;;
       *) printf 'uid-1 ' ;;
     esac ;;
-  "annotate node") echo "$*" >> "$state/annotated" ;;
+  "get node")  # the node read again after a conflict: written since, the lock the same
+    printf '%s %s' "$(cat "$state/reread-version")" "$(cat "$state/reread-lock")" ;;
+  "annotate node")
+    case "$*" in *--resource-version=3*) echo "Error from server (Conflict): the object has been modified" >&2
+      echo "$*" >> "$state/conflicted"; exit 1 ;; esac
+    echo "$*" >> "$state/annotated" ;;
   *) echo "unexpected: $*" >&2; exit 2 ;;
 esac
 """
 
 
 def run_agent(tmp_path: Path, events: list[str], follow_seconds: int = 2, run_seconds: int = 6,
-              ) -> tuple[list[str], str]:
+              reread: tuple[str, str] = ("", "")) -> tuple[list[str], str]:
     tools = tmp_path / "bin"
     stand_in(tools, "kubectl", KUBECTL)
     state = tmp_path / "state"
     state.mkdir()
+    (state / "reread-version").write_text(reread[0])
+    (state / "reread-lock").write_text(reread[1])
     (state / "events").write_text("".join(f"{line}\n" for line in events))
     script = f"timeout {run_seconds} sh -c {quote(lock_release.agent_script())}"
     result = run_script(script, shell="sh", tools=(tools,), timeout=30,
@@ -120,3 +127,20 @@ def test_a_pod_that_never_binds_holds_up_no_other_release(tmp_path):
     ], follow_seconds=10, run_seconds=2)
     assert annotated == [
         "annotate node tenant-a-worker-0 hami.io/mutex.lock- --resource-version=202"]
+
+
+def test_a_node_written_since_is_read_again_and_its_lock_released_if_still_the_same(tmp_path):
+    """Seen in the sim tier: HAMi patches the node (its handshake) between the watch event and the
+    release, the annotate at the old resourceVersion conflicts, and the lock stood until the
+    timeout. Now the node is read again and the release retried while it holds the same lock."""
+    lock = "2026-12-05T10:00:00Z,default,bound-3"
+    annotated, said = run_agent(tmp_path, [f"tenant-a-worker-0 301 {lock}"], reread=("402", lock))
+    assert annotated == ["annotate node tenant-a-worker-0 hami.io/mutex.lock- --resource-version=402"]
+    assert "released tenant-a-worker-0's lock, held by default/bound-3" in said
+
+
+def test_a_lock_taken_since_is_never_removed(tmp_path):
+    """After the conflict the node holds another pod's lock: nothing is released."""
+    annotated, _ = run_agent(tmp_path, ["tenant-a-worker-0 311 2026-12-05T10:00:00Z,default,bound-4"],
+                             reread=("412", "2026-12-05T10:00:02Z,default,other-1"))
+    assert annotated == []

@@ -148,6 +148,15 @@ def test_a_tier_requires_itself_and_lists_its_skips(tier):
     assert allowed.startswith("KHP_REQUIRE_TIER= ") and "-rs" in allowed
 
 
+def test_the_sim_tier_builds_its_programs_before_its_tests():
+    """`make sim` builds the Kubernetes programs and HAMi's scheduler (from its upstream archive)
+    before pytest runs, so a failed build fails the tier with the build's own error."""
+    plan = planned("sim")
+    run = next(index for index, line in enumerate(plan) if " -m pytest " in line)
+    assert "bash toolchain/build.sh >/dev/null" in plan[:run]
+    assert "bash toolchain/hami.sh >/dev/null" in plan[:run]
+
+
 def test_the_unit_suite_requires_no_tier():
     (run,) = [line for line in planned("test", env={"KHP_REQUIRE_TIER": "ssh"}) if " -m pytest " in line]
     assert run.startswith("KHP_REQUIRE_TIER= ")

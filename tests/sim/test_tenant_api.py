@@ -2,8 +2,8 @@
 
 A partial simulation tier: the real API server, with the platform's admission plugins and
 authorization modes, validates and admits what the program renders and enforces RBAC and
-quotas for real. HAMi's scheduler is not here (its Go module is not served to this machine),
-so the GPU placement cases TC-03..TC-08 are not either; see docs/development/testing.md.
+quotas for real. HAMi's scheduler is not here: tests/sim/test_hami_parallel.py runs it (built
+from its upstream source archive, tests/sim/hami.py); see docs/development/testing.md.
 """
 
 from __future__ import annotations
