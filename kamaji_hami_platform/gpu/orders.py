@@ -102,10 +102,10 @@ class Batch:
 
 
 Branch = tuple[State, tuple[int, ...], tuple[int, ...], QuotaUsage]  # nodes, Pending, placed, HAMi Used
-# A node state in the walk: (pods, usage, stale), stale the (batch, card positions) of each allocation
-# HAMi keeps for a pod whose bind failed (the pod is not on the node: kube-scheduler forgot it).
-Stale = tuple[tuple[int, tuple[int, ...]], ...]
-# The walk's branch: nodes, Pending (created, no allocation), placed (bound), HAMi Used, not yet
+# A node state in the walk: (pods, usage, entries), an entry (batch, card positions, stale) per pod of
+# the plan whose allocation HAMi holds there; stale 1: its bind failed (the pod is not on the node,
+# kube-scheduler forgot it), 0: on the node, its bind still open.
+# The walk's branch: nodes, Pending (created, no allocation), placed (on a node), HAMi Used, not yet
 # created, the cards the created pods of each count-quota'd namespace request.
 Walk = tuple[State, tuple[int, ...], tuple[int, ...], QuotaUsage, tuple[int, ...], QuotaUsage]
 

@@ -134,7 +134,7 @@ class _Outcome:
 
 Usage = tuple[tuple[int, int, int], ...]  # per card: used, usedmem, usedcores
 # GPU pods on the node (the kubelet's pod limit), and its cards' usage; the walk over orders adds the
-# node's stale allocations (orders.py).
+# pods of the plan held on the node, each with its cards and whether its bind failed (orders.py).
 NodeState = tuple[Any, ...]
 ClassState = tuple[tuple[NodeState, int], ...]  # sorted: each node state and how many nodes are in it
 State = tuple[ClassState, ...]  # per class of interchangeable nodes, in class order

@@ -45,7 +45,7 @@ from kamaji_hami_platform.gpu.devices import tenant_devices
 from kamaji_hami_platform.gpu.lock_release import agent_script, lock_release_objects
 from kamaji_hami_platform.helm import deep_merge
 from tests import tiers
-from tests.sim.cluster import COMMAND_TIMEOUT, ROOT, TenantApi, free_port
+from tests.sim.cluster import ROOT, TenantApi, _ec_key_args, _openssl, free_port
 
 HAMI_BUILD = ROOT / "toolchain" / "hami.sh"
 CHART = Path("HAMi") / "charts" / "hami"  # in the build folder: the archive's chart, unpacked
@@ -537,19 +537,14 @@ class Processes:
         return log.read_text(errors="replace")[-size:] if log.exists() else "(no log)"
 
 
-def _openssl(*args: str) -> None:
-    subprocess.run(["openssl", *args], capture_output=True, check=True, timeout=COMMAND_TIMEOUT)
-
-
 def serving_certificate(folder: Path) -> tuple[Path, Path, bytes]:
     """A CA and a certificate for 127.0.0.1 it signed (the API server verifies the webhook's
     against the caBundle): the cert, its key and the CA's PEM."""
     ca_key, ca_crt = folder / "hami-ca.key", folder / "hami-ca.crt"
     key, csr, crt, ext = (folder / f"hami.{suffix}" for suffix in ("key", "csr", "crt", "ext"))
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    _openssl("req", "-x509", *ec, "-keyout", str(ca_key), "-subj", "/CN=sim-hami-ca", "-days", "1",
+    _openssl("req", "-x509", *_ec_key_args(ca_key), "-subj", "/CN=sim-hami-ca", "-days", "1",
              "-out", str(ca_crt))
-    _openssl("req", "-new", *ec, "-keyout", str(key), "-subj", "/CN=127.0.0.1", "-out", str(csr))
+    _openssl("req", "-new", *_ec_key_args(key), "-subj", "/CN=127.0.0.1", "-out", str(csr))
     ext.write_text("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
     _openssl("x509", "-req", "-in", str(csr), "-CA", str(ca_crt), "-CAkey", str(ca_key), "-CAcreateserial",
              "-days", "1", "-extfile", str(ext), "-out", str(crt))
