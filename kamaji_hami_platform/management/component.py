@@ -35,6 +35,7 @@ from kamaji_hami_platform.management import (
 )
 from kamaji_hami_platform.management import kindnet as management_kindnet
 from kamaji_hami_platform.manifest_resources import create_objects
+from kamaji_hami_platform.providers import ENABLE_PATCH_FORCE
 from kamaji_hami_platform.refusal import Refusal
 
 TYPE_TOKEN = "kamaji-hami-platform:index:ManagementCluster"
@@ -309,6 +310,8 @@ class ManagementCluster(pulumi.ComponentResource):
             # A new kind cluster (new command id) replaces the provider and so
             # everything on it; a changed kubeconfig alone is only an update.
             cluster_identifier=self.cluster.id,
+            # A field the platform sets is taken back from a hand that changed it (providers.py).
+            enable_patch_force=ENABLE_PATCH_FORCE,
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                 depends_on=[kubeconfig_cmd])),
         )
@@ -359,6 +362,7 @@ class ManagementCluster(pulumi.ComponentResource):
             # The cluster is the same one when its credentials rotate: an update, never a replacement
             # of the provider and everything on it.
             cluster_identifier=f"{config.MODE_EXISTING}/{management.name}",
+            enable_patch_force=ENABLE_PATCH_FORCE,
             opts=child)
         check = local.Command(
             f"{name}-cluster-check",

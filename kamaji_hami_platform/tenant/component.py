@@ -33,7 +33,7 @@ from kamaji_hami_platform.config.settings import (
 from kamaji_hami_platform.create_only_guards import create_only_guards, recorded_values
 from kamaji_hami_platform.management import docker_host
 from kamaji_hami_platform.manifest_resources import create_objects, create_objects_with
-from kamaji_hami_platform.providers import check_provider_args, cluster_provider
+from kamaji_hami_platform.providers import ENABLE_PATCH_FORCE, check_provider_args, cluster_provider
 from kamaji_hami_platform.refusal import Refusal
 from kamaji_hami_platform.tenant import addons as tenant_addons
 from kamaji_hami_platform.tenant import (
@@ -110,6 +110,29 @@ def control_plane_uid(secret_metadata: object, dry_run: bool, tenant: str = "") 
         return pulumi.output.UNKNOWN  # type: ignore[return-value]
     raise Refusal("the admin kubeconfig Secret has no TenantControlPlane controller reference; "
                   "check it with kubectl -n <tenant> get secret <tenant>-admin-kubeconfig -o yaml")
+
+
+def read_secret(resource_name: str, namespace: str, secret: str,
+                opts: pulumi.ResourceOptions) -> kubernetes.core.v1.Secret:
+    """A read of an existing Secret (`Secret.get`) that names what it reads in its inputs, so that
+    `pulumi refresh` reads it as `up` did and finds no drift.
+
+    A bare `Secret.get` registers a read with no inputs. pulumi-kubernetes then rebuilds the inputs
+    from the whole live object in `up`'s read (no old state: `readFromCluster`), but in refresh's
+    (old state given) it keeps only apiVersion, kind, name and namespace: the checkpoint's
+    `__inputs` differ, so every refresh reported the read as updated (`[diff: +apiVersion,kind,
+    metadata]`, measured live). pulumi-kubernetes v4.32.0 provider/pkg/provider/provider.go `Read`
+    (readFromCluster, pruneLiveState, checkpointObject); pulumi v3.276.0 pkg/resource/deploy/
+    step.go (ReadStep.Apply keeps the program's inputs; RefreshStep.ResultOp compares an external
+    resource's outputs). Given these four inputs, both reads prune the live object to them.
+    tests/engine/test_refresh.py runs it through the real engine and provider."""
+    props = kubernetes.core.v1.SecretInitArgs.__new__(kubernetes.core.v1.SecretInitArgs)
+    props.__dict__.update(
+        api_version="v1", kind="Secret", data=None, immutable=None, string_data=None, type=None,
+        metadata=kubernetes.meta.v1.ObjectMetaArgs(name=secret, namespace=namespace))
+    read = pulumi.ResourceOptions(id=f"{namespace}/{secret}")
+    return kubernetes.core.v1.Secret(resource_name, opts=pulumi.ResourceOptions.merge(opts, read),
+                                     __props__=props)
 
 
 def _ssh_keys_for(tenant: TenantConfig, keys: object, where: str) -> dict[str, pulumi.Input[str]]:
@@ -276,6 +299,8 @@ class KamajiTenant(pulumi.ComponentResource):
             # fixed name (the provider's default; provider/pkg/provider/diff.go, stable since
             # pulumi-kubernetes 4.24.0): kube-proxy's keeps existing while its pods roll.
             enable_config_map_mutable=True,
+            # A field the platform sets is taken back from a hand that changed it (providers.py).
+            enable_patch_force=ENABLE_PATCH_FORCE,
             # Rotated admin certificates update the provider; only a new control
             # plane (new UID) replaces it and the objects inside the tenant.
             cluster_identifier=self.control_plane_uid.apply(lambda uid: f"{tenant.name}/{uid}"),
@@ -426,13 +451,13 @@ class KamajiTenant(pulumi.ComponentResource):
         state (`snapshot integrity failure ... refers to missing parent`, tests/engine/
         test_targeted_up.py). A preview of a new tenant shows no read, and the kubeconfig is
         unknown until `up` reads it."""
-        secret_id = f"{self.tenant.namespace}/{tcp_render.admin_kubeconfig_secret(self.tenant)}"
+        namespace, secret = self.tenant.namespace, tcp_render.admin_kubeconfig_secret(self.tenant)
 
         def read(control_plane_id: str) -> kubernetes.core.v1.Secret | None:
             if not control_plane_id:
                 return None
-            return kubernetes.core.v1.Secret.get(
-                f"{name}-admin-kubeconfig", secret_id,
+            return read_secret(
+                f"{name}-admin-kubeconfig", namespace, secret,
                 opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.control_plane]))
 
         return self.control_plane.id.apply(read)

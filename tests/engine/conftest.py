@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kamaji_hami_platform.providers import ENABLE_PATCH_FORCE, PATCH_FORCE_ENV
 from tests import tiers
 from tests.engine.engine import ROOT, Engine, engine_for_tier
 from tests.engine.proxy import Chart, TierProxy, pinned_charts, tier_proxy
@@ -34,7 +35,10 @@ def proxy() -> Iterator[TierProxy]:
 
 @pytest.fixture(scope="session")
 def engine(proxy: TierProxy) -> Iterator[Engine]:
-    with engine_for_tier(provider_env=proxy.env()) as built:
+    # The program asks its providers to force (providers.py ENABLE_PATCH_FORCE); the tier's older
+    # provider reads that only from its environment.
+    patch_force = {PATCH_FORCE_ENV: str(ENABLE_PATCH_FORCE).lower()}
+    with engine_for_tier(provider_env={**proxy.env(), **patch_force}) as built:
         yield built
     assert proxy.refused == [], f"the tier tried to reach what it does not serve: {proxy.refused}"
 

@@ -221,9 +221,12 @@ def test_from_a48b3f2_a_host_stack_updates_its_hosts_in_place(monkeypatch):
     # And the mock tenant gets the node-lock release (issue 41), created.
     # And HAMi's Services lose their node ports (issue 40): each tenant's release is updated.
     hami_releases = {f"{tenant}-gpus-hami" for tenant in ("ml-prod", "sandbox")}
+    # And every Kubernetes provider takes back, by force, a field the platform sets that a hand
+    # changed (issue 42): an update of each provider, which replaces nothing it manages.
+    providers = {"management-k8s", "ml-prod-k8s", "sandbox-k8s"}
     assert {(step.op, step.name) for step in steps if step.op != "read"} == {
         ("update", name) for name in (*hosts, *registrations, *(f"{host}-leave" for host in hosts),
                                       *(f"{host}-join" for host in hosts), *clean_shell, *node_admission,
-                                      *hami_releases)
+                                      *hami_releases, *providers)
     } | {("create", name) for name in join_access} | {
         ("create", f"sandbox-gpus-lock-release-{name}") for name in LOCK_RELEASE_RESOURCES}

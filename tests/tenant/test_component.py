@@ -75,6 +75,16 @@ def test_kubeconfig_is_read_from_the_admin_secret_after_the_tcp(dev_program):
     assert dev_program.depends_on(read, dev_program.named("tenant-a-control-plane"))
 
 
+def test_the_admin_secret_read_names_what_it_reads_so_refresh_reads_it_alike(dev_program):
+    """A bare `Secret.get` (no inputs) made every `pulumi refresh` report the read as updated: the
+    provider rebuilds a bare read's inputs one way in `up` and another in refresh (read_secret's
+    docstring; the real engine's check: tests/engine/test_refresh.py). With these inputs, both
+    keep exactly them."""
+    read = dev_program.named("tenant-a-admin-kubeconfig")
+    assert read.inputs == {"apiVersion": "v1", "kind": "Secret",
+                           "metadata": {"name": "tenant-a-admin-kubeconfig", "namespace": "tenant-a"}}
+
+
 class UntargetedNewControlPlanes(PlatformMocks):
     """What a targeted `up` (`--target <another resource>`) gives a program whose tenants do not
     exist yet: each new, untargeted TenantControlPlane comes back with its inputs as outputs and no
@@ -285,3 +295,15 @@ def test_a_workers_ready_wait_cannot_wait_for_itself(dev_config):
     for cni in [r for r in program.registrations if r.name.startswith("tenant-a-kindnet-")]:
         for index in range(2):
             assert not program.depends_on(cni, program.named(f"tenant-a-worker-{index}")), cni.name
+
+
+@pytest.mark.parametrize("program", ["dev_program", "production_program"])
+def test_every_kubernetes_provider_of_the_platform_takes_its_fields_back_by_force(program, request):
+    """A hand's `kubectl edit/patch/scale` owns what it wrote: without force, `make up REFRESH=1`
+    failed with a Server-Side Apply conflict instead of putting the platform's value back (the real
+    engine and provider: tests/engine/test_refresh.py). Each provider, management and tenants', in
+    kind mode and on an existing cluster, asks for it."""
+    providers = request.getfixturevalue(program).of_type("pulumi:providers:kubernetes")
+    assert {reg.name for reg in providers} >= {"management-k8s"} and len(providers) >= 3
+    assert {reg.name: reg.wire.get("enablePatchForce") for reg in providers} == {
+        reg.name: "true" for reg in providers}

@@ -33,6 +33,9 @@ export SSL_CERT_FILE=$stack/trust.pem
 export PULUMI_HOME=$stack/home PULUMI_BACKEND_URL=file://$stack/state PULUMI_CONFIG_PASSPHRASE_FILE=$passphrase
 export PULUMI_SKIP_UPDATE_CHECK=true PULUMI_IGNORE_AMBIENT_PLUGINS=true
 export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
+# The program asks its Kubernetes providers to force (kamaji_hami_platform/providers.py
+# ENABLE_PATCH_FORCE); the tier's provider, older than that setting, reads it only from here.
+export PULUMI_K8S_ENABLE_PATCH_FORCE=true
 unset PULUMI_CONFIG_PASSPHRASE PULUMI_ACCESS_TOKEN KUBECONFIG
 install_plugins "$pulumi_bin" "$stack/path/pulumi" "$here/../../../requirements.txt"
 exec bash "$here/../scripts/engine-run.sh" "$live_bin" "$engine" env PATH="$stack/path:$live_bin:$PATH" "$@"
