@@ -19,12 +19,13 @@ export PULUMI_CONFIG_PASSPHRASE :=
 endif
 
 .PHONY: help up preview down test engine sim ssh test-venv e2e e2e-lifecycle lint images check-pulumi check-tools check-kind-version \
-	venv stack unprotect-tenant tenant-argument kamaji-chart mirror live-tools live-engine live-engine-stop live-engine-test live-node-image live-cluster-test live-images live-images-test live-stack live-up live-preview live-e2e live-down
+	venv stack unprotect-tenant tenant-argument kamaji-chart mirror live-tools live-engine live-engine-stop live-engine-test live-node-image live-cluster-test live-images live-images-test live-stack live-up live-preview live-e2e live-down live drift
 
 help:
 	@echo "make up       create the platform (stack $(STACK)): kind, Kamaji, tenants, HAMi"
 	@echo "make preview  show what 'make up' would change"
 	@echo "make down     destroy everything the stack created"
+	@echo "make drift    fail naming every resource changed by hand (make up REFRESH=1 puts them back)"
 	@echo "make test     unit suite and shell lint in .venv-test, made afresh when requirements.txt changes"
 	@echo "make engine   the real Pulumi engine, built from source: every stack previewed, upgrades, up (needs Go)"
 	@echo "make sim      tenant objects against a real kube-apiserver built from Go modules (needs Go)"
@@ -37,12 +38,13 @@ help:
 	@echo "make live-images  every platform image built from source into the tier's mirror (localhost:5001)"
 	@echo "make live-images-test  those images run from the mirror; the live stack finds all it needs there"
 	@echo "make live-up / live-preview / live-e2e / live-down  the dev stack on the live engine (KAMAJI_SRC, KAMAJI_ETCD_SRC)"
+	@echo "make live     the whole lifecycle on the live tier (make e2e-lifecycle there), its phases timed"
 	@echo "              (engine, sim and ssh fail when a test skips; ALLOW_SKIP=1 lets them skip)"
 	@echo "make images   list every pinned image and chart"
 	@echo "make kamaji-chart [ARCHIVES=<folder>]  fetch (or take from <name>-<tag>.tar.gz there) and verify the pinned Kamaji chart"
 	@echo "make mirror [MIRROR=<registry>] [FROM=<registry>]  copy every image and chart the stack pulls into a mirror"
 	@echo "make e2e      acceptance cases TC-00..TC-08 and the declared workloads against the deployed stack $(STACK)"
-	@echo "make e2e-lifecycle  up, cases, no-op preview, destroy on a throwaway stack"
+	@echo "make e2e-lifecycle  up, cases, no changes, drift, day 2, destroy on a throwaway stack"
 	@echo "make unprotect-tenant TENANT=<name>  before removing a tenant from the config (its data goes)"
 
 # Preview runs no commands: only the Pulumi CLI is needed.
@@ -102,14 +104,21 @@ PULUMI_PRIVATE = $(PYTHON) kamaji_hami_platform/tools/private_tmp.py pulumi
 
 up: check-tools check-kind-version stack policy/venv/.installed kamaji-chart
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.cgroup_check --stack $(STACK) --mode up
+	$(VENV)/bin/python -m kamaji_hami_platform.tools.inotify_check --stack $(STACK) --mode up
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.mirror_check --stack $(STACK) --mode up
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.upgrade_check --stack $(STACK) --mode up
-	$(PULUMI_PRIVATE) up --yes --stack $(STACK) $(POLICY_ARGS)
+	$(PULUMI_PRIVATE) up --yes$(if $(REFRESH), --refresh) --stack $(STACK) $(POLICY_ARGS)
+
+# Drift: whatever was changed outside `up` in a field the platform sets, named per resource, and
+# an error when there is any (the state is left as it is). `make up REFRESH=1` puts it back.
+drift: stack
+	$(PULUMI_PRIVATE) refresh --preview-only --expect-no-changes --diff --stack $(STACK)
 
 # What `up` would change, with the policy pack enforced; needs neither Docker nor kind. The
 # Kamaji release loads its chart in every preview of a deployed stack: fetch it first.
 preview: stack policy/venv/.installed kamaji-chart
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.cgroup_check --stack $(STACK) --mode preview
+	$(VENV)/bin/python -m kamaji_hami_platform.tools.inotify_check --stack $(STACK) --mode preview
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.mirror_check --stack $(STACK) --mode preview
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.upgrade_check --stack $(STACK) --mode preview
 	$(PULUMI_PRIVATE) preview --diff --stack $(STACK) $(POLICY_ARGS)
@@ -235,6 +244,12 @@ live-preview: live-stack policy/venv/.installed
 
 live-e2e: venv live-tools
 	@bin=$(LIVE_TOOLS); $(LIVE_STACK_ENV) $(MAKE) --no-print-directory e2e STACK=live
+
+# The whole lifecycle on the live tier, each phase timed (tests/e2e/test_lifecycle.py on a throwaway
+# stack made from the live stack's config): up, the acceptance cases, no changes, no drift, drift
+# made by hand reported and repaired, day 2 with the other tenants watched, destroy, nothing left.
+live: live-images live-stack policy/venv/.installed
+	@bin=$(LIVE_TOOLS); $(LIVE_STACK_ENV) env E2E_BASE_STACK=live $(MAKE) --no-print-directory e2e-lifecycle
 
 live-down: live-tools
 	@bin=$(LIVE_TOOLS); $(LIVE_STACK_ENV) $(MAKE) --no-print-directory down STACK=live

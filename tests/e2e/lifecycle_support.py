@@ -276,6 +276,19 @@ def preview_command(stack: str) -> list[str]:
     return _private_pulumi("preview", "--json", stack=stack)
 
 
+def refresh_check_command(stack: str) -> list[str]:
+    """What `make drift` runs: a refresh that changes nothing and fails on any drift (pulumi
+    v3.276.0 cmd/pulumi/operations/refresh.go: `--expect-no-changes` errors when the refresh has
+    changes, `--preview-only` leaves the state as it is). Without `--run-program` (its default):
+    each resource is read against the inputs the state holds."""
+    return _private_pulumi("refresh", "--preview-only", "--expect-no-changes", "--diff", stack=stack)
+
+
+def repair_command(stack: str) -> list[str]:
+    """What `make up REFRESH=1` runs: refresh first, then put back what the program declares."""
+    return _private_pulumi("up", "--yes", "--refresh", stack=stack)
+
+
 def destroy_command(stack: str) -> list[str]:
     # --ignore-protect destroys the protected kind cluster, control planes and guards as `make down`
     # does (pulumi v3.276.0 pkg/cmd/pulumi/operations/destroy.go), so no separate unprotect step.
@@ -333,6 +346,42 @@ def run_bounded(phase: str, command: Sequence[str], timeout: float, *, env: Mapp
         raise PhaseFailed(f"{phase} failed: `{shlex.join(command)}` exited with {process.returncode}"
                           " (its output is above)")
     return out or ""
+
+
+def run_expecting_failure(phase: str, command: Sequence[str], timeout: float, *, env: Mapping[str, str],
+                          cwd: Path) -> str:
+    """A phase whose command must fail (a drift check that finds the drift): its output (stdout
+    and stderr), printed too; an error when it succeeds."""
+    print(f"[lifecycle] {phase}: {shlex.join(command)} (bound {minutes(timeout)}, must fail)", flush=True)
+    try:
+        result = subprocess.run(list(command), cwd=cwd, env=dict(env), text=True, timeout=timeout,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                                check=False)
+    except subprocess.TimeoutExpired:
+        raise PhaseTimeout(f"{phase} did not finish within its bound of {minutes(timeout)}") from None
+    print(result.stdout, flush=True)
+    if result.returncode == 0:
+        raise PhaseFailed(f"{phase}: `{shlex.join(command)}` succeeded, and it had to fail")
+    return result.stdout
+
+
+def drift_lines(output: str, names: Iterable[str]) -> dict[str, list[str]]:
+    """Each resource name -> the step headers a `--diff` refresh display shows for it (none: not
+    shown as changed). A changed step is a header `~ <type>: (update)` (or `- ...: (delete)` for
+    an object gone), then its `[id=...]` and `[urn=...::<name>]` lines (pulumi v3.276.0
+    pkg/backend/display/diff.go, as the engine tier reads it: tests/engine/test_refresh.py)."""
+    shown: dict[str, list[str]] = {name: [] for name in names}
+    header = None
+    for line in output.splitlines():
+        stripped = line.strip()
+        if re.fullmatch(r"[~+-]{1,2} \S+: \((update|delete|replace|create)\)", stripped):
+            header = stripped
+        elif header and (urn := re.fullmatch(r"\[urn=(\S+)\]", stripped)):
+            name = urn.group(1).rsplit("::", 1)[-1]
+            if name in shown:
+                shown[name].append(header)
+            header = None
+    return shown
 
 
 def preview_changes(output: str) -> tuple[dict[str, int], list[str]]:

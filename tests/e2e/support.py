@@ -541,7 +541,8 @@ class Timer:
             print(f"[lifecycle] {name}: {elapsed:.0f}s", flush=True)
 
     def report(self) -> str:
-        return "\n".join(f"{name:<28} {seconds:8.0f}s" for name, seconds in self.phases)
+        width = max((len(name) for name, _ in self.phases), default=0)
+        return "\n".join(f"{name:<{width}} {seconds:8.0f}s" for name, seconds in self.phases)
 
 
 # The live suite's own namespaces carry this label: it deletes only namespaces that have it, and
