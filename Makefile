@@ -107,11 +107,11 @@ up: check-tools check-kind-version stack policy/venv/.installed kamaji-chart
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.inotify_check --stack $(STACK) --mode up
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.mirror_check --stack $(STACK) --mode up
 	$(VENV)/bin/python -m kamaji_hami_platform.tools.upgrade_check --stack $(STACK) --mode up
-	$(PULUMI_PRIVATE) up --yes$(if $(REFRESH), --refresh) --stack $(STACK) $(POLICY_ARGS)
+	$(PULUMI_PRIVATE) up --yes$(if $(filter 1 yes true,$(REFRESH)), --refresh) --stack $(STACK) $(POLICY_ARGS)
 
 # Drift: whatever was changed outside `up` in a field the platform sets, named per resource, and
 # an error when there is any (the state is left as it is). `make up REFRESH=1` puts it back.
-drift: stack
+drift: check-pulumi venv
 	$(PULUMI_PRIVATE) refresh --preview-only --expect-no-changes --diff --stack $(STACK)
 
 # What `up` would change, with the policy pack enforced; needs neither Docker nor kind. The
@@ -227,6 +227,7 @@ live-images-test: test-venv live-tools
 # KAMAJI_SRC and KAMAJI_ETCD_SRC (verified by its digests), a home, backend and passphrase of its
 # own in LIVE_STACK_ROOT. live-down destroys it (and is what to run after a failed live-up).
 LIVE_STACK_ROOT ?= $(dir $(LIVE_ROOT))stack
+LIVE_STACK ?= live
 LIVE_STACK_ENV = bash toolchain/live/stack/env.sh "$$bin" "$$(bash toolchain/pulumi/build.sh | tail -n 1)" \
 	$(LIVE_ROOT) $(LIVE_STACK_ROOT)
 
@@ -251,8 +252,9 @@ live-e2e: venv live-tools
 live: live-images live-stack policy/venv/.installed
 	@bin=$(LIVE_TOOLS); $(LIVE_STACK_ENV) env E2E_BASE_STACK=live $(MAKE) --no-print-directory e2e-lifecycle
 
+# LIVE_STACK=<e2e...>: the lifecycle's stack, when its own destroy failed (the run names it).
 live-down: live-tools
-	@bin=$(LIVE_TOOLS); $(LIVE_STACK_ENV) $(MAKE) --no-print-directory down STACK=live
+	@bin=$(LIVE_TOOLS); $(LIVE_STACK_ENV) $(MAKE) --no-print-directory down STACK=$(LIVE_STACK)
 
 # The test virtualenv is kept while requirements.txt and the Python are the same (a stamp named
 # after both), and made afresh from requirements.txt alone when either changes.

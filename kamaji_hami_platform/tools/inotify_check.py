@@ -11,11 +11,17 @@ never became ready (docs/development/live-stack.md). kind documents the same lim
 "Pod errors due to too many open files"). Measured there, on Kubernetes v1.35.4: the kind node held
 68 instances with three tenants, each worker container 14 to 16. Worker hosts and an existing
 management cluster are other machines: not counted.
+
+It reads this machine's limit, so it judges only a local Docker engine (`DOCKER_HOST` unset or a
+unix socket); a remote one is not checked. The estimate does not know what else runs as root
+beside the stack (another stack's kind node counts too): `KHP_INOTIFY_CHECK=warn` makes `up`
+warn instead of stop.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -29,18 +35,20 @@ KIND_NODE_BASE = 20
 KIND_NODE_PER_TENANT = 16
 PER_WORKER = 16
 HOST_PROCESSES = 8  # dockerd, containerd and whatever else of the user's runs beside them
+MODE_ENV = "KHP_INOTIFY_CHECK"  # `warn`: say it, never stop
 
 
 def needed(platform: PlatformConfig) -> int:
     """About how many inotify instances the stack's nodes hold on this machine."""
     tenants = len(platform.tenants)
-    workers = sum(tenant.workers for tenant in platform.tenants if not tenant.on_hosts)
+    workers = sum(tenant.workers for tenant in platform.tenants)  # kind mode: containers only
     return HOST_PROCESSES + KIND_NODE_BASE + KIND_NODE_PER_TENANT * tenants + PER_WORKER * workers
 
 
-def limit(path: Path = LIMIT_FILE) -> int | None:
+def limit(path: Path | None = None) -> int | None:
+    """This machine's limit (None where there is no such file)."""
     try:
-        return int(path.read_text().strip())
+        return int((path or LIMIT_FILE).read_text().strip())
     except (OSError, ValueError):
         return None
 
@@ -66,12 +74,19 @@ def main(argv: list[str] | None = None) -> int:
         platform = load_stack(args.stack, args.root)
     except (ConfigError, ValueError, OSError):
         return 0  # the engine's own run says what is wrong with the config
-    if not platform.management.is_kind:
+    if not platform.management.is_kind or not local_engine(os.environ.get("DOCKER_HOST", "")):
         return 0
     may_go_on, message = verdict(needed(platform), limit())
+    stops = args.mode == "up" and os.environ.get(MODE_ENV) != "warn"
     if message:
-        print(f"{'error' if args.mode == 'up' else 'warning'}: {message}", file=sys.stderr)
-    return 0 if may_go_on or args.mode == "preview" else 1
+        print(f"{'error' if stops else 'warning'}: {message}"
+              + (f" ({MODE_ENV}=warn to go on anyway)" if stops else ""), file=sys.stderr)
+    return 0 if may_go_on or not stops else 1
+
+
+def local_engine(docker_host: str) -> bool:
+    """Is the Docker engine on this machine's kernel (whose limit this check reads)?"""
+    return docker_host == "" or docker_host.startswith("unix://")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 POLL_INTERVAL = 2.0
+MIN_POLLS = 2  # one during the change at least, and the one after it
 FINISHED = ("Succeeded", "Failed")
+JOB = "Job"
 
 
 @dataclass(frozen=True)
@@ -23,12 +25,19 @@ class PodState:
     ready: bool
 
 
+def runs_to_an_end(pod: Any) -> bool:
+    """A Job's pod (the GPU capacity agent's CronJob starts one every minute) or one that ended:
+    its going away is no disturbance."""
+    owners = pod.metadata.owner_references or []
+    return pod.status.phase in FINISHED or any(owner.kind == JOB for owner in owners)
+
+
 def pod_states(pods: list[Any]) -> dict[str, PodState]:
-    """`namespace/name` -> its UID, restarts (all containers) and Ready condition; pods that ran to
-    their end (a Job's) are left out."""
+    """`namespace/name` -> its UID, restarts (all containers) and Ready condition; pods that run to
+    an end are left out."""
     states = {}
     for pod in pods:
-        if pod.status.phase in FINISHED:
+        if runs_to_an_end(pod):
             continue
         statuses = pod.status.container_statuses or []
         ready = any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
@@ -60,8 +69,10 @@ class TenantWatch:
                 self.not_ready.add(pod)
 
     def disturbed(self) -> list[str]:
-        """Everything that shows the tenant did not simply keep running (empty when it did)."""
-        return ([f"API unreachable at {len(self.api_errors)} of {self.polls + len(self.api_errors)} polls "
+        """Everything that shows the tenant did not simply keep running (empty when it did); a
+        watch that never polled during the change saw nothing, and says so."""
+        return (["never polled during the change"] if self.polls < MIN_POLLS else []) + \
+            ([f"API unreachable at {len(self.api_errors)} of {self.polls + len(self.api_errors)} polls "
                  f"({self.api_errors[0]})"] if self.api_errors else []) + \
             [f"{pod}: replaced or gone" for pod in sorted(self.gone)] + \
             [f"{pod}: restarted" for pod in sorted(self.restarted)] + \
@@ -82,6 +93,7 @@ class KeepsRunning:
         self.tenants = tenants
         self.interval = interval
         self.watches: dict[str, TenantWatch] = {}
+        self.failure: Exception | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -97,6 +109,7 @@ class KeepsRunning:
     def __exit__(self, *_: object) -> None:
         self._stop.set()
         self._thread.join()
+        self._raise_failure()
         self._poll()  # and once more after the change
 
     def _poll(self) -> None:
@@ -109,9 +122,16 @@ class KeepsRunning:
             self.watches[tenant].observe(states)
 
     def _run(self) -> None:
-        while not self._stop.is_set():
-            self._poll()
-            self._stop.wait(self.interval)
+        try:
+            while not self._stop.is_set():
+                self._poll()
+                self._stop.wait(self.interval)
+        except Exception as error:  # reported by __exit__, not lost with the thread
+            self.failure = error
+
+    def _raise_failure(self) -> None:
+        if self.failure is not None:
+            raise AssertionError(f"the watch itself failed: {self.failure!r}") from self.failure
 
     def report(self) -> dict[str, list[str]]:
         """Each tenant -> what disturbed it (empty lists: every tenant kept running)."""

@@ -28,6 +28,7 @@ import pytest
 import yaml
 
 from kamaji_hami_platform.config import PROJECT, parse_config
+from kamaji_hami_platform.config.model import HamiConfig
 from kamaji_hami_platform.tools import inotify_check
 from tests.e2e import drift
 from tests.e2e import lifecycle_support as life
@@ -143,7 +144,7 @@ def add_worker(tenants: list[dict[str, Any]], stack: str) -> None:
 
 def other_policy(tenants: list[dict[str, Any]], stack: str) -> None:
     hami = tenants[1].setdefault("hami", {})
-    hami["gpuSchedulerPolicy"] = OTHER_POLICY[hami.get("gpuSchedulerPolicy", "binpack")]
+    hami["gpuSchedulerPolicy"] = OTHER_POLICY[hami.get("gpuSchedulerPolicy", HamiConfig.gpu_scheduler_policy)]
 
 
 def third_tenant(tenants: list[dict[str, Any]], stack: str) -> None:

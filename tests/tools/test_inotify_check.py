@@ -6,6 +6,7 @@ the command is run as the Makefile runs it, on the real dev stack file."""
 from __future__ import annotations
 
 import copy
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -62,3 +63,37 @@ def test_the_command_passes_on_the_dev_stack_here():
     have = inotify_check.limit()
     assert result.returncode == (0 if have is None or have >= inotify_check.needed(platform(2)) else 1), \
         result.stderr
+
+
+def test_only_a_local_engine_is_judged():
+    assert inotify_check.local_engine("") and inotify_check.local_engine("unix:///run/docker.sock")
+    assert not inotify_check.local_engine("tcp://10.0.0.5:2376")
+    assert not inotify_check.local_engine("ssh://builder@host")
+
+
+def run(mode: str, limit_file: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The command with this machine's limit replaced by `limit_file`'s (a sitecustomize that points
+    LIMIT_FILE there), as `make up` runs it on the real dev stack file."""
+    shim = limit_file.parent / "shim"
+    shim.mkdir(exist_ok=True)
+    (shim / "sitecustomize.py").write_text(
+        "from pathlib import Path\nfrom kamaji_hami_platform.tools import inotify_check\n"
+        f"inotify_check.LIMIT_FILE = Path({str(limit_file)!r})\n")
+    command = [sys.executable, "-c", "import sys; from kamaji_hami_platform.tools import inotify_check as c; "
+               f"sys.exit(c.main(['--stack', 'dev', '--mode', {mode!r}, '--root', {str(ROOT)!r}]))"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False, cwd=ROOT,
+                          env={"PATH": os.environ["PATH"], "PYTHONPATH": f"{shim}:{ROOT}", **env})
+
+
+@pytest.mark.parametrize(("mode", "env", "code", "said"), [
+    ("up", {}, 1, "error: fs.inotify.max_user_instances is 32"),
+    ("preview", {}, 0, "warning: fs.inotify.max_user_instances is 32"),
+    ("up", {"KHP_INOTIFY_CHECK": "warn"}, 0, "warning: fs.inotify.max_user_instances is 32"),
+    ("up", {"DOCKER_HOST": "tcp://10.0.0.5:2376"}, 0, ""),
+])
+def test_up_stops_preview_warns_and_a_remote_engine_is_not_judged(tmp_path, mode, env, code, said):
+    limit_file = tmp_path / "max_user_instances"
+    limit_file.write_text("32\n")
+    result = run(mode, limit_file, env)
+    assert result.returncode == code, result.stderr
+    assert result.stderr.startswith(said) if said else result.stderr == ""

@@ -19,24 +19,29 @@ pytestmark = pytest.mark.unit
 
 
 def pod(namespace: str, name: str, uid: str, restarts: int = 0, ready: bool = True,
-        phase: str = "Running") -> SimpleNamespace:
+        phase: str = "Running", owner: str | None = None) -> SimpleNamespace:
     condition = SimpleNamespace(type="Ready", status="True" if ready else "False")
+    owners = [SimpleNamespace(kind=owner)] if owner else None
     return SimpleNamespace(
-        metadata=SimpleNamespace(namespace=namespace, name=name, uid=uid),
+        metadata=SimpleNamespace(namespace=namespace, name=name, uid=uid, owner_references=owners),
         status=SimpleNamespace(phase=phase, container_statuses=[SimpleNamespace(restart_count=restarts)],
                                conditions=[condition]))
 
 
-def test_a_pod_that_ran_to_its_end_is_not_followed():
-    states = pod_states([pod("kube-system", "a", "1"),
-                         pod("hami", "job-x", "2", ready=False, phase="Succeeded")])
+def test_a_pod_that_runs_to_an_end_is_not_followed():
+    """The capacity agent's CronJob starts a Job pod every minute: Ready while it runs, then gone."""
+    states = pod_states([pod("kube-system", "a", "1", owner="ReplicaSet"),
+                         pod("hami", "job-x", "2", ready=False, phase="Succeeded"),
+                         pod("kube-system", "capacity-29942211", "3", owner="Job")])
     assert states == {"kube-system/a": PodState("1", 0, True)}
 
 
-def test_an_undisturbed_tenant_reports_nothing():
+def test_an_undisturbed_tenant_reports_nothing_and_one_never_polled_says_so():
     watch = TenantWatch({"kube-system/a": PodState("1", 0, True)})
-    watch.observe({"kube-system/a": PodState("1", 0, True), "kube-system/new": PodState("9", 0, False)})
-    assert watch.disturbed() == [] and watch.polls == 1
+    assert watch.disturbed() == ["never polled during the change"]
+    for _ in range(2):
+        watch.observe({"kube-system/a": PodState("1", 0, True), "kube-system/new": PodState("9", 0, False)})
+    assert watch.disturbed() == [] and watch.polls == 2
 
 
 @pytest.mark.parametrize(("now", "said"), [
@@ -56,7 +61,8 @@ def test_an_unreachable_api_is_a_disturbance():
     watch = TenantWatch({"kube-system/a": PodState("1", 0, True)})
     watch.api_errors.append("ApiException: 503")
     watch.observe({"kube-system/a": PodState("1", 0, True)})
-    assert watch.disturbed() == ["API unreachable at 1 of 2 polls (ApiException: 503)"]
+    watch.observe({"kube-system/a": PodState("1", 0, True)})
+    assert watch.disturbed() == ["API unreachable at 1 of 3 polls (ApiException: 503)"]
 
 
 def resource(type_: str, name: str, object_id: str) -> dict:
