@@ -18,6 +18,7 @@ Rationale: docs/design/worker-hosts.md.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 
 from kamaji_hami_platform import cgroup_v1, resource_inputs
@@ -92,6 +93,13 @@ MODULES_BUILTIN = "/lib/modules/$(uname -r)/modules.builtin"
 # overlay: containerd's default snapshotter; br_netfilter: bridged pod traffic through iptables
 # (kube-proxy's Services). kubeadm v1.35 checks neither, so a missing one fails only later.
 KERNEL_MODULES = ("overlay", "br_netfilter")
+# What each module makes, there when it is loaded or built in: a kernel built with them and without
+# module support (CONFIG_MODULES=n: no /proc/modules; a kernel booted from outside the disk: no
+# modules.builtin) is known by these (a module with parameters, as overlay has, is in /sys/module
+# also when built in; br_netfilter registers net.bridge.bridge-nf-call-iptables in every network
+# namespace: linux v6.x net/bridge/br_netfilter_hooks.c br_netfilter_sysctl_init_net).
+KERNEL_MODULE_MARKS = {"overlay": "/sys/module/overlay",
+                       "br_netfilter": "/proc/sys/net/bridge/bridge-nf-call-iptables"}
 # kubeadm's join preflight FileContent--proc-sys-net-ipv4-ip_forward (an error unless it is 1).
 IP_FORWARD = "/proc/sys/net/ipv4/ip_forward"
 PROC_SWAPS = "/proc/swaps"
@@ -169,12 +177,20 @@ def prerequisites_script(tenant: TenantConfig, host: HostConfig, cgroup_v1_allow
         kubelet_min=minor - 3, kubelet_max=minor, minor=minor,
         container_runtimes=Text(" ".join(CONTAINER_RUNTIMES)), systemd_cgroup=SYSTEMD_CGROUP,
         kernel_modules=Text(" ".join(KERNEL_MODULES)), proc_modules=PROC_MODULES,
+        module_active_cases=_module_active_cases(), clock_skew_seconds=CLOCK_SKEW_SECONDS,
+        session_seconds=host_ssh.SSH_CONNECT_TIMEOUT_SECONDS * host_ssh.SSH_CONNECTION_ATTEMPTS,
         modules_builtin=Shell(MODULES_BUILTIN), ip_forward=IP_FORWARD,
         cni_plugins=Text(" ".join(CNI_PLUGINS)), cni_bin_dir=CNI_BIN_DIR, proc_swaps=PROC_SWAPS,
         gpu_prerequisites=gpu, host=Text(host.name), tenant=Text(tenant.name), cri_plugin=CRI_PLUGIN,
         cgroup_v2_check=_cgroup_v2_check(cgroup_v1_allowed), host_tools=Text(" ".join(HOST_TOOLS)),
         reach_function=reach_function(), kubelet_config=KUBELET_CONFIG,
         kubelet_node_config=KUBELET_NODE_CONFIG, kubelet_port=KUBELET_PORT))
+
+
+def _module_active_cases() -> Shell:
+    """`case` arms that `continue` when what a module makes is there (KERNEL_MODULE_MARKS)."""
+    return Shell("\n".join(f"    {module}) [ -e {shlex.quote(KERNEL_MODULE_MARKS[module])} ] && continue ;;"
+                           for module in KERNEL_MODULES) + "\n")
 
 
 def _cgroup_v2_check(cgroup_v1_allowed: bool) -> Shell:

@@ -52,6 +52,9 @@ def box(sshd: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
     # No /proc/modules on this kernel to bind over (no module support): the sandbox's file.
     monkeypatch.setattr(host_join, "PROC_MODULES", str(sshd.host / "modules"))
     monkeypatch.setattr(host_join, "MODULES_BUILTIN", str(sshd.host / "modules.builtin"))
+    # This kernel has overlay and br_netfilter built in: the marks are the sandbox's files.
+    monkeypatch.setattr(host_join, "KERNEL_MODULE_MARKS",
+                        {name: str(sshd.module_mark(name)) for name in host_join.KERNEL_MODULES})
     # The host's tools are the stand-ins and sysbin only, sudo's secure_path included.
     monkeypatch.setattr(host_join, "HOST_PATH_EXTRA", str(sshd.sysbin))
     # A kubelet set up by another installer: the sandbox's file, which a test may write.

@@ -173,6 +173,12 @@ printf 'version = 2\\n%s\\n  default_runtime_name = %s%s%s\\n' \\
 printf 'timedatectl %s\\n' "$*" >> @STATE@/argv.log
 if [ -f @STATE@/clock-unsynchronized ]; then echo no; else echo yes; fi
 """,
+    # The host's clock: this machine's, or off by the seconds the state says (host-clock-offset).
+    "date": """#!/bin/sh
+offset=$(cat @STATE@/host-clock-offset 2>/dev/null || echo 0)
+[ "$offset" = 0 ] && exec /usr/bin/date "$@"
+exec /usr/bin/date -d "@$(( $(/usr/bin/date +%s) + offset ))" "$@"
+""",
     "iptables": "#!/bin/sh\nexit 0\n",
     # `ip -o addr show`: the host's addresses, loopback's among them (the sandbox's host address).
     "ip": """#!/bin/sh
@@ -438,6 +444,8 @@ class Sandbox:
                 else:
                     child.unlink()
         (self.host / "kubelet-config.yaml").unlink(missing_ok=True)
+        for module in ("overlay", "br_netfilter"):
+            self.module_mark(module).unlink(missing_ok=True)
         for name, text in TOOLS.items():
             self.tool(name, text)
         kubectl = self.local_bin / "kubectl"
@@ -485,6 +493,11 @@ class Sandbox:
 
     def modules(self, names: list[str]) -> None:
         self.write_host("modules", "".join(f"{name} 163840 1 - Live 0x0000000000000000\n" for name in names))
+
+    def module_mark(self, name: str) -> Path:
+        """What the module makes when loaded or built in (host_join.KERNEL_MODULE_MARKS): the
+        sandbox's file, absent until a test writes it."""
+        return self.host / f"module-mark-{name}"
 
     def cni_plugin(self, name: str) -> None:
         path = self.host / "cni-bin" / name

@@ -236,6 +236,39 @@ class TestJoin:
         result = join(box, worker(box))
         assert result.returncode == 0, result.output
 
+    @pytest.mark.parametrize(("offset", "said"), [(-200, "behind"), (200, "ahead of")])
+    def test_a_host_clock_off_the_tenant_apis_by_over_a_minute_is_refused_on_the_host(
+            self, box, offset, said):
+        """The host's clock is judged against the API server's stamp on this join's token, which
+        the host is given: certificates and the token are judged by both clocks."""
+        box.write_state("host-clock-offset", str(offset))
+        before = host_files(box)
+        result = join(box, worker(box))
+        assert result.returncode == 1
+        # Whole seconds on both sides: off by the offset, give or take one.
+        said_as = (f"  - the clock is {seconds}s {said} the tenant API server's (at most 60s)"
+                   for seconds in (abs(offset) - 1, abs(offset), abs(offset) + 1))
+        assert any(line in result.stderr for line in said_as), result.output
+        assert host_files(box) == before
+        assert_token_gone(box)
+
+    def test_a_host_no_daemon_synchronizes_joins_when_its_clock_agrees_and_is_told(self, box):
+        """NTPSynchronized is what a daemon reports, not whether the clock is right: a VM whose clock
+        the hypervisor keeps (this project's CI) reports no, and agrees with the API server."""
+        box.write_state("clock-unsynchronized", "")
+        result = join(box, worker(box))
+        assert result.returncode == 0, result.output
+        assert "note: host gpu-host-1's clock is not reported synchronized" in result.stdout
+
+    def test_a_kernel_with_the_modules_built_in_and_no_module_list_joins(self, box):
+        """A kernel without module support has no /proc/modules, and one booted from outside its
+        disk no modules.builtin (this project's CI): what the modules make is there instead."""
+        box.modules([])
+        for module in host_join.KERNEL_MODULES:
+            box.module_mark(module).write_text("")
+        result = join(box, worker(box))
+        assert result.returncode == 0, result.output
+
     def test_a_warning_kubectl_prints_on_the_tokens_create_is_not_read_as_the_stamp(self, box):
         (box.tenant / "create-warning").write_text("a policy warned about this Secret")
         result = join(box, worker(box))
@@ -530,7 +563,7 @@ class TestPrerequisites:
         # Not cgroup2fs: the sandbox's own folder.
         monkeypatch.setattr(host_join, "CGROUP_ROOT", str(box.host / "cni-bin"))
         (box.bin / "iptables").unlink()
-        box.write_state("clock-unsynchronized", "")
+        box.write_state("host-clock-offset", "-300")
         box.konnectivity.close()
         box.modules([])
         box.write_host("ip_forward", "0\n")
@@ -552,7 +585,6 @@ class TestPrerequisites:
                 "the kubelet service is not installed",
                 "the host runs cgroup v1",
                 "not on PATH: iptables (the kubelet and kube-proxy use them)",
-                "the clock is not synchronized",
                 "the host does not reach 127.0.0.1:",
                 "kernel module overlay is not loaded: modprobe overlay",
                 "kernel module br_netfilter is not loaded: modprobe br_netfilter",
@@ -560,6 +592,9 @@ class TestPrerequisites:
                 "CNI plugins missing from /opt/cni/bin: ptp portmap",
                 "swap is on: swapoff -a"):
             assert f"  - {missing}" in message, missing
+        # Whole seconds on both sides: 300 off, give or take one.
+        assert re.search(r"  - the clock is (299|300|301)s behind the tenant API server's \(at most 60s\)",
+                         message), message
         # The API server answers; Konnectivity does not.
         assert f"reach 127.0.0.1:{box.api.port} " not in message
         assert host_files(box) == before

@@ -140,10 +140,13 @@ class TestPrerequisites:
                       "systemctl cat kubelet", "for module in overlay br_netfilter",
                       f"cat {host_join.IP_FORWARD}", f"[ -x {host_join.CNI_BIN_DIR}/",
                       f"stat -fc %T {host_join.CGROUP_ROOT}", "for tool in iptables ip nsenter",
-                      "timedatectl show -p NTPSynchronized --value", "disabled_plugins",
+                      '[ "$api_time" -gt $(( now + 1 + 60 )) ]', "disabled_plugins",
                       'for target in "$endpoint" "$konnectivity"', f"awk 'NR > 1' {host_join.PROC_SWAPS}"):
             assert check in script, check
-        assert script.count("exit") == 1 and script.rstrip().endswith("exit 1\nfi")
+        # One exit, after every check; only the clock's note follows it, never a refusal.
+        assert script.count("exit") == 1
+        refusal, note = script.split("exit 1\nfi\n")
+        assert "miss " not in note and "timedatectl show -p NTPSynchronized --value" in note
 
     def test_swap_is_missing_on_a_host(self):
         script = host_join.prerequisites_script(tenant(ROOT_HOST), ROOT_HOST)
@@ -165,9 +168,12 @@ class TestPrerequisites:
         for name, path in (("PROC_MODULES", "/sandbox/modules"), ("IP_FORWARD", "/sandbox/ip_forward"),
                            ("CGROUP_ROOT", "/sandbox/cgroup")):
             monkeypatch.setattr(host_join, name, path)
+        monkeypatch.setattr(host_join, "KERNEL_MODULE_MARKS", {"overlay": "/sandbox/overlay",
+                                                               "br_netfilter": "/sandbox/br_netfilter"})
         script = remote()
-        assert all(path in script for path in ("/sandbox/modules", "/sandbox/ip_forward", "/sandbox/cgroup"))
-        assert "/proc/modules" not in script
+        assert all(path in script for path in ("/sandbox/modules", "/sandbox/ip_forward", "/sandbox/cgroup",
+                                               "/sandbox/overlay", "/sandbox/br_netfilter"))
+        assert all(path not in script for path in ("/proc/modules", "/sys/module", "/proc/sys/net/bridge"))
 
 
 class TestJoinId:

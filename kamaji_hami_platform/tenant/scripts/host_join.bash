@@ -83,7 +83,7 @@ remote=$(cat <<'KHP_REMOTE'
 @remote@
 KHP_REMOTE
 )
-remote="$remote $(printf '%q ' "$ca_hash" "$ca_data" "$endpoint" "$konnectivity" "$node_state")"
+remote="$remote $(printf '%q ' "$ca_hash" "$ca_data" "$endpoint" "$konnectivity" "$node_state" "$stamped")"
 @csr_approval@
 status=0
 # SHELL: ssh runs a ProxyCommand with $SHELL; the options are written for /bin/sh. In the

@@ -2,12 +2,16 @@ set -u
 PATH="${PATH:-}:@path_extra@"; export PATH
 umask 077
 # $0 the node's name; $1 the CA pin for kubeadm, $2 the CA (base64 PEM), $3 the API endpoint and
-# $4 Konnectivity's (host:port), $5 whether the tenant has the Node (present or absent); the
+# $4 Konnectivity's (host:port), $5 whether the tenant has the Node (present or absent), $6 the
+# tenant API server's time as it stamped this join's token (seconds since the epoch); the
 # bootstrap token, the only secret, is the one line on stdin.
-node=$0 ca_hash=$1 ca_data=$2 endpoint=$3 konnectivity=$4 node_state=$5
+node=$0 ca_hash=$1 ca_data=$2 endpoint=$3 konnectivity=$4 node_state=$5 api_time=${6:-}
 token=""
 IFS= read -r token || true
 exec </dev/null
+case "$api_time" in
+  ''|*[!0-9]*) echo "host $node: no tenant API server time given (a join script of another release?)" >&2; exit 1 ;;
+esac
 case "$token" in
   [a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9].[a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9]) ;;
   *) echo "host $node: no bootstrap token on stdin" >&2; exit 1 ;;
