@@ -29,6 +29,7 @@ from kamaji_hami_platform.management import (
     existing,
     kamaji_chart,
     kamaji_webhook,
+    metallb_webhook,
     network_policy,
     policy_engine,
     render,
@@ -200,7 +201,7 @@ class ManagementCluster(pulumi.ComponentResource):
                                    render.metallb_values(self._mirror))
         self.pool_range = pulumi.Output.from_input(management.pool_range)
         if self.metallb is not None and management.manages_pool:
-            self._metallb_pool(name, on_cluster, self.metallb)
+            self._metallb_pool(name, on_cluster, self.metallb, child, management)
         kamaji_chart_args, fetched = self._kamaji_chart(name, charts.get(render.KAMAJI_RELEASE), child)
         self.kamaji = kubernetes.helm.v3.Release(
             f"{name}-{render.KAMAJI_RELEASE}",
@@ -225,9 +226,15 @@ class ManagementCluster(pulumi.ComponentResource):
 
         # Kamaji's TCP webhooks fail closed and its readiness is a bare ping:
         # tenants wait until a dry-run TCP is accepted (management/kamaji_webhook.py).
+        # Its delete, on an existing cluster, goes just before Kamaji's uninstall: the chart's
+        # DataStores first, while Kamaji's controller can still release them (on kind the whole
+        # cluster goes instead).
+        before_uninstall = ({} if management.is_kind else
+                            {"delete": kamaji_webhook.kamaji_datastores_delete_script(management)})
         self.kamaji_webhook = local.Command(
             f"{name}-kamaji-webhook",
             create=kamaji_webhook.kamaji_webhook_wait_script(management),
+            **before_uninstall,
             **self._management_access(management),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                 depends_on=[self.kamaji])))
@@ -381,7 +388,14 @@ class ManagementCluster(pulumi.ComponentResource):
         return pulumi.ResourceOptions(parent=self, provider=self.provider), [check]
 
     def _metallb_pool(self, name: str, on_cluster: pulumi.ResourceOptions,
-                      metallb: kubernetes.helm.v3.Release) -> None:
+                      metallb: kubernetes.helm.v3.Release, child: pulumi.ResourceOptions,
+                      management: ManagementConfig) -> None:
+        # MetalLB's webhook serves after its release counts as ready (management/metallb_webhook.py).
+        self.metallb_webhook = local.Command(
+            f"{name}-metallb-webhook",
+            create=metallb_webhook.metallb_webhook_wait_script(management),
+            **self._management_access(management),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[metallb])))
         self.pool = kubernetes.apiextensions.CustomResource(
             f"{name}-metallb-pool",
             api_version=render.METALLB_API_VERSION,
@@ -389,7 +403,7 @@ class ManagementCluster(pulumi.ComponentResource):
             metadata={"name": render.METALLB_POOL_NAME, "namespace": render.METALLB_NAMESPACE},
             spec=self.pool_range.apply(render.metallb_pool_spec),
             opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(
-                depends_on=[metallb, *self.create_only])),
+                depends_on=[metallb, self.metallb_webhook, *self.create_only])),
         )
         self.l2_advertisement = kubernetes.apiextensions.CustomResource(
             f"{name}-metallb-l2",

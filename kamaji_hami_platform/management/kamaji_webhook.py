@@ -14,12 +14,17 @@ import json
 from kamaji_hami_platform import versions
 from kamaji_hami_platform.config import ManagementConfig, TenantConfig
 from kamaji_hami_platform.management.access import management_access
-from kamaji_hami_platform.management.render import KAMAJI_NAMESPACE
+from kamaji_hami_platform.management.render import KAMAJI_NAMESPACE, KAMAJI_RELEASE
 from kamaji_hami_platform.shell_templates import Shell
 from kamaji_hami_platform.shell_templates import render as render_script
 from kamaji_hami_platform.tenant import control_plane as tcp_render
 
 WEBHOOK_PROBE_NAME = "platform-webhook-probe"
+# The chart's DataStores (kamaji-etcd's `default`, labelled by Helm as the release's), deleted before
+# Kamaji's uninstall (kamaji_datastores_delete_script): clastix/kamaji 26.8.2-edge
+# controllers/datastore_controller.go removes api/v1alpha1 DataStoreTCPFinalizer only while it runs.
+DATASTORE_CRD = "datastores.kamaji.clastix.io"
+DATASTORE_DELETE_SECONDS = 120
 _PACKAGE = "kamaji_hami_platform.management"
 WEBHOOK_WAIT = (60, 5)  # attempts, seconds between them: 5 minutes
 # A synthetic tenant whose TCP is only ever dry-run, never created.
@@ -47,3 +52,16 @@ def kamaji_webhook_wait_script(management: ManagementConfig,
     return render_script(_PACKAGE, "kamaji_webhook_wait.sh", access=preamble, probe=webhook_probe_manifest(),
                          attempts=attempts, interval=interval, kubectl=kube, bound=attempts * interval,
                          check=Shell(check))
+
+
+def kamaji_datastores_delete_script(management: ManagementConfig,
+                                    timeout: int = DATASTORE_DELETE_SECONDS) -> str:
+    """Delete the Kamaji release's DataStores while its controller still runs (the delete of the
+    command that waits for Kamaji, which goes just before the release): on an existing cluster the
+    uninstall would otherwise wait on their finalizer until its timeout, and leave them."""
+    preamble, kube, hint = management_access(management)
+    selector = f"app.kubernetes.io/managed-by=Helm,app.kubernetes.io/instance={KAMAJI_RELEASE}"
+    return render_script(_PACKAGE, "kamaji_datastores_delete.sh", access=preamble, kubectl=kube,
+                         crd=DATASTORE_CRD, selector=selector, timeout=timeout,
+                         check=Shell(f"{hint} get {DATASTORE_CRD} -o yaml;"
+                                     f" {hint} -n {KAMAJI_NAMESPACE} logs deploy/kamaji"))

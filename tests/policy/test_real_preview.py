@@ -202,6 +202,7 @@ RECORDING_DRIFT: dict[str, tuple[str, str]] = {
     "management-docker-host": ("added", "what kind adds to its nodes on some hosts"),
     "management-kamaji-chart": ("added", _CHART),
     "management-kindnet-limits": ("added", "the isolating management kindnetd without limits"),
+    "management-metallb-webhook": ("added", "the pool waits until MetalLB's webhook serves (issue 42)"),
     # children named after their component, the old names kept as aliases (the engine
     # moves the state; tests/program/test_package.py checks every old URN is reached)
     **{release: ("removed", _RENAMED) for release in ("cert-manager", "metallb", "kamaji")},

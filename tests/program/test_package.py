@@ -91,7 +91,10 @@ ADDED_SINCE = sorted([*(f"{tenant}-{kind}-kamaji-hami-platform-nodes" for tenant
                         for name in BOUNDED_ADMIN_RESOURCES),
                       # mock mode's node-lock release (issue 41): created by the next up
                       *(f"{tenant}-gpus-lock-release-{name}" for tenant in ("tenant-a", "tenant-b")
-                        for name in LOCK_RELEASE_RESOURCES)])
+                        for name in LOCK_RELEASE_RESOURCES),
+                      # the wait for MetalLB's webhook before the pool (issue 42): created by the
+                      # next up, which changes nothing else of MetalLB's
+                      "management-metallb-webhook"])
 
 
 def test_the_dev_stacks_resources_are_kept_through_aliases():

@@ -34,6 +34,7 @@ from kamaji_hami_platform.management import (
     kamaji_chart,
     kamaji_webhook,
     kindnet,
+    metallb_webhook,
     policy_engine,
     render,
 )
@@ -121,9 +122,14 @@ def _management_cases(prefix: str, management: ManagementConfig) -> Iterator[Cas
     else:
         yield Case(f"{prefix}/cluster-check.sh", SH, lambda: existing.cluster_check_script(
             management, access.MANAGEMENT_KUBECONFIG_ENV))
+        yield Case(f"{prefix}/kamaji-datastores-delete.sh", SH,
+                   lambda: kamaji_webhook.kamaji_datastores_delete_script(management))
     yield Case(f"{prefix}/kamaji-chart-fetch.sh", SH, kamaji_chart.fetch_script)
     yield Case(f"{prefix}/kamaji-webhook-wait.sh", SH,
                lambda: kamaji_webhook.kamaji_webhook_wait_script(management), frozenset({"SC2034"}))
+    if management.install_metallb:
+        yield Case(f"{prefix}/metallb-webhook-wait.sh", SH,
+                   lambda: metallb_webhook.metallb_webhook_wait_script(management), frozenset({"SC2034"}))
     for setting in render.management_create_only(management):
         yield Case(f"{prefix}/create-only-{setting.key}.sh", SH,
                    lambda s=setting: create_only_guards.guard_script(s, render.MANAGEMENT_WAY_OUT))

@@ -49,6 +49,8 @@ RERUN_TESTS = {
                                "test_a_verified_chart_is_reused_without_downloading",
     "management-kamaji-webhook": "tests/management/test_kamaji_webhook.py::TestKamajiWebhookWait::"
                                  "test_running_it_again_makes_dry_runs_only",
+    "management-metallb-webhook": "tests/management/test_metallb_webhook.py::"
+                                  "test_running_it_again_makes_dry_runs_only",
     "management-create-only-<setting>": f"{HERE}::test_a_guards_create_only_prints_and_prints_the_same_again",
     "<tenant>-create-only-<setting>": f"{HERE}::test_a_guards_create_only_prints_and_prints_the_same_again",
     "<tenant>-network": "tests/tenant/test_own_network.py::TestCreate::test_running_it_again_creates_nothing",

@@ -145,7 +145,7 @@ class TestPrerequisites:
             assert check in script, check
         # One exit, after every check; only the clock's note follows it, never a refusal.
         assert script.count("exit") == 1
-        refusal, note = script.split("exit 1\nfi\n")
+        _, note = script.split("exit 1\nfi\n")
         assert "miss " not in note and "timedatectl show -p NTPSynchronized --value" in note
 
     def test_swap_is_missing_on_a_host(self):

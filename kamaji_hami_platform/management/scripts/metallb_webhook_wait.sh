@@ -1,0 +1,15 @@
+set -u
+@access@
+probe=@probe@
+output=""
+for attempt in $(seq 1 @attempts@); do
+  if output=$(printf '%s' "$probe" \
+      | @kubectl@ create --dry-run=server -o name -f - 2>&1); then
+    echo "MetalLB's IPAddressPool webhook answers (server-side dry run accepted)"
+    exit 0
+  fi
+  sleep @interval@
+done
+echo "MetalLB's IPAddressPool webhook did not accept a dry-run IPAddressPool within @bound@s: $output" >&2
+echo "check: @check@" >&2
+exit 1
