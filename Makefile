@@ -19,7 +19,7 @@ export PULUMI_CONFIG_PASSPHRASE :=
 endif
 
 .PHONY: help up preview down test engine sim ssh test-venv e2e e2e-lifecycle lint images check-pulumi check-tools check-kind-version \
-	venv stack unprotect-tenant tenant-argument kamaji-chart mirror live-tools live-engine live-engine-stop live-engine-test live-node-image live-cluster-test live-images live-images-test live-stack live-up live-preview live-e2e live-down live drift
+	venv stack unprotect-tenant tenant-argument kamaji-chart mirror live-tools live-engine live-engine-stop live-engine-test live-node-image live-cluster-test live-images live-images-test live-stack live-up live-preview live-e2e live-down live live-hosts drift
 
 help:
 	@echo "make up       create the platform (stack $(STACK)): kind, Kamaji, tenants, HAMi"
@@ -39,6 +39,7 @@ help:
 	@echo "make live-images-test  those images run from the mirror; the live stack finds all it needs there"
 	@echo "make live-up / live-preview / live-e2e / live-down  the dev stack on the live engine (KAMAJI_SRC, KAMAJI_ETCD_SRC)"
 	@echo "make live     the whole lifecycle on the live tier (make e2e-lifecycle there), its phases timed"
+	@echo "make live-hosts  worker hosts joined and removed over real SSH by a real kubeadm (two existing-mode stacks)"
 	@echo "              (engine, sim and ssh fail when a test skips; ALLOW_SKIP=1 lets them skip)"
 	@echo "make images   list every pinned image and chart"
 	@echo "make kamaji-chart [ARCHIVES=<folder>]  fetch (or take from <name>-<tag>.tar.gz there) and verify the pinned Kamaji chart"
@@ -251,6 +252,17 @@ live-e2e: venv live-tools
 # made by hand reported and repaired, day 2 with the other tenants watched, destroy, nothing left.
 live: live-images live-stack policy/venv/.installed
 	@bin=$(LIVE_TOOLS); $(LIVE_STACK_ENV) env E2E_BASE_STACK=live $(MAKE) --no-print-directory e2e-lifecycle
+
+# Worker hosts over real SSH on the live tier (tests/e2e/test_live_hosts.py; docs/development/
+# live-hosts.md): two stacks in mode existing, each on a kind cluster of its own, joining hosts that are
+# containers of the host image (toolchain/live/hosts/: the node image with Debian's sshd) with a real
+# kubeadm; the cases on one, a host of the other named by mistake, a host removed, both destroyed.
+live-hosts: live-images live-stack policy/venv/.installed
+	@bin=$(LIVE_TOOLS); node=$$(env -u KINDNET_SRC bash toolchain/live/node-image/build.sh "$$bin" $(LIVE_ROOT) | tail -n 1) && \
+	bash toolchain/openssh.sh >/dev/null && \
+	bash toolchain/live/hosts/host-image.sh "$$bin" $(LIVE_ROOT) "$$node" >/dev/null && \
+	$(LIVE_STACK_ENV) env E2E_LIVE_HOSTS=1 KHP_LIVE_BIN="$$bin" KHP_LIVE_ENGINE=$(LIVE_ROOT) KHP_LIVE_NODE_IMAGE="$$node" \
+		$(VENV)/bin/python -m pytest -m e2e -rs -v -s tests/e2e/test_live_hosts.py
 
 # LIVE_STACK=<e2e...>: the lifecycle's stack, when its own destroy failed (the run names it).
 live-down: live-tools
