@@ -260,8 +260,9 @@ live: live-images live-stack policy/venv/.installed
 live-hosts: live-images live-stack policy/venv/.installed
 	@bin=$(LIVE_TOOLS); node=$$(env -u KINDNET_SRC bash toolchain/live/node-image/build.sh "$$bin" $(LIVE_ROOT) | tail -n 1) && \
 	bash toolchain/openssh.sh >/dev/null && \
-	bash toolchain/live/hosts/host-image.sh "$$bin" $(LIVE_ROOT) "$$node" >/dev/null && \
+	host=$$(bash toolchain/live/hosts/host-image.sh "$$bin" $(LIVE_ROOT) "$$node" | tail -n 1) && \
 	$(LIVE_STACK_ENV) env E2E_LIVE_HOSTS=1 KHP_LIVE_BIN="$$bin" KHP_LIVE_ENGINE=$(LIVE_ROOT) KHP_LIVE_NODE_IMAGE="$$node" \
+		KHP_LIVE_HOST_IMAGE="$$host" \
 		$(VENV)/bin/python -m pytest -m e2e -rs -v -s tests/e2e/test_live_hosts.py
 
 # LIVE_STACK=<e2e...>: the lifecycle's stack, when its own destroy failed (the run names it).

@@ -226,18 +226,26 @@ class ManagementCluster(pulumi.ComponentResource):
 
         # Kamaji's TCP webhooks fail closed and its readiness is a bare ping:
         # tenants wait until a dry-run TCP is accepted (management/kamaji_webhook.py).
-        # Its delete, on an existing cluster, goes just before Kamaji's uninstall: the chart's
-        # DataStores first, while Kamaji's controller can still release them (on kind the whole
-        # cluster goes instead).
-        before_uninstall = ({} if management.is_kind else
-                            {"delete": kamaji_webhook.kamaji_datastores_delete_script(management)})
         self.kamaji_webhook = local.Command(
             f"{name}-kamaji-webhook",
             create=kamaji_webhook.kamaji_webhook_wait_script(management),
-            **before_uninstall,
             **self._management_access(management),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                 depends_on=[self.kamaji])))
+
+        # On an existing cluster the chart's DataStores go just before Kamaji's uninstall, while its
+        # controller can still release them (on kind the whole cluster goes instead). A command of
+        # its own, with no triggers: the webhook wait is replaced with each Kamaji tag, and a
+        # replacement runs the old delete, which would take a DataStore the tenants use.
+        self.kamaji_datastores = None
+        if not management.is_kind:
+            existing_access = self._management_access(management)
+            self.kamaji_datastores = local.Command(
+                f"{name}-kamaji-datastores",
+                create=kamaji_webhook.DATASTORES_NOTE,
+                delete=kamaji_webhook.kamaji_datastores_delete_script(management),
+                environment=existing_access["environment"], interpreter=existing_access["interpreter"],
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.kamaji])))
 
         self.register_outputs({
             "kubeconfig": self.kubeconfig,

@@ -54,14 +54,19 @@ def kamaji_webhook_wait_script(management: ManagementConfig,
                          check=Shell(check))
 
 
+# The create of the command whose delete that is: it only says what the delete will do.
+DATASTORES_NOTE = ("echo \"Kamaji's DataStores of this release are deleted before its uninstall, while its "
+                   "controller can release them\"")
+
+
 def kamaji_datastores_delete_script(management: ManagementConfig,
                                     timeout: int = DATASTORE_DELETE_SECONDS) -> str:
-    """Delete the Kamaji release's DataStores while its controller still runs (the delete of the
-    command that waits for Kamaji, which goes just before the release): on an existing cluster the
-    uninstall would otherwise wait on their finalizer until its timeout, and leave them."""
+    """Delete the Kamaji release's DataStores while its controller still runs (the delete of a
+    command of its own that goes just before the release): on an existing cluster the uninstall
+    would otherwise wait on their finalizer until its timeout, and leave them."""
     preamble, kube, hint = management_access(management)
     selector = f"app.kubernetes.io/managed-by=Helm,app.kubernetes.io/instance={KAMAJI_RELEASE}"
     return render_script(_PACKAGE, "kamaji_datastores_delete.sh", access=preamble, kubectl=kube,
-                         crd=DATASTORE_CRD, selector=selector, timeout=timeout,
+                         crd=DATASTORE_CRD, selector=selector, timeout=timeout, kubectl_hint=Shell(hint),
                          check=Shell(f"{hint} get {DATASTORE_CRD} -o yaml;"
                                      f" {hint} -n {KAMAJI_NAMESPACE} logs deploy/kamaji"))

@@ -51,6 +51,7 @@ HOSTS_SCRIPT = ROOT / "toolchain" / "live" / "hosts" / "hosts.sh"
 CLUSTER_SCRIPT = ROOT / "toolchain" / "live" / "node-image" / "cluster.sh"
 # Set by `make live-hosts`: the tier's programs, engine and node image.
 LIVE_BIN_ENV, LIVE_ENGINE_ENV, NODE_IMAGE_ENV = "KHP_LIVE_BIN", "KHP_LIVE_ENGINE", "KHP_LIVE_NODE_IMAGE"
+HOST_IMAGE_ENV = "KHP_LIVE_HOST_IMAGE"
 # kind puts its nodes on this network when it exists (kind v0.31.0 pkg/cluster/internal/providers/
 # docker/network.go: KIND_EXPERIMENTAL_DOCKER_NETWORK, else "kind").
 KIND_NETWORK_ENV = "KIND_EXPERIMENTAL_DOCKER_NETWORK"
@@ -77,6 +78,7 @@ class Tier:
         self.bin = os.environ[LIVE_BIN_ENV]
         self.engine = os.environ[LIVE_ENGINE_ENV]
         self.node_image = os.environ[NODE_IMAGE_ENV]
+        self.host_image = os.environ[HOST_IMAGE_ENV]
         self.work = work
 
     def script(self, script: Path, *args: str, env: dict[str, str] | None = None) -> str:
@@ -239,7 +241,7 @@ def make_clusters(tier: Tier, plan: Layout) -> None:
 def make_hosts(tier: Tier, plan: Layout, client: Path, keys: dict[str, str]) -> None:
     for host in plan.hosts:
         tier.script(HOSTS_SCRIPT, "create", plan.run, plan.run, host.container, host.address,
-                    str(tier.work / host.container), str(client.with_suffix(".pub")))
+                    str(tier.work / host.container), str(client.with_suffix(".pub")), tier.host_image)
         state = tier.state(host)
         assert not state.kubelet_conf and not state.marker, f"{host.container} is not a fresh host: {state}"
 
@@ -291,7 +293,12 @@ def clean_up(tier: Tier, plan: Layout, names: dict[str, str], created: list[str]
         except BaseException as error:  # every step is tried, every error reported
             errors.append(error)
 
-    b_before = tier.state(b_host) if checks else None
+    b_before: HostState | None = None
+    if checks:
+        try:
+            b_before = tier.state(b_host)
+        except BaseException as error:  # the destroys below still run
+            errors.append(error)
     for stack in ("a", "b"):
         if stack not in created:
             continue

@@ -53,6 +53,17 @@ def test_fails_after_its_bound_naming_the_last_error(tmp_path):
     assert "check: " in result.stderr and "logs deploy/metallb-controller" in result.stderr
 
 
+def test_a_denial_is_an_answer_the_webhook_serves(tmp_path):
+    """MetalLB judges the probe against the pools there (one holding 192.0.2.1, an invalid one): a
+    denial says it serves, where waiting five minutes and failing on every run would not help."""
+    script = metallb_webhook.metallb_webhook_wait_script(MANAGEMENT, attempts=3, interval=0)
+    denial = 'CIDR "192.0.2.1/32" overlaps with already defined CIDR'
+    result = run(script, tmp_path, FAKE_WEBHOOK_DENIES=denial)
+    assert result.returncode == 0, result.stderr
+    assert "MetalLB's IPAddressPool webhook answers (it judged the dry run:" in result.stdout
+    assert sum("--dry-run=server" in c for c in calls(tmp_path)) == 1
+
+
 def test_the_probe_is_a_pool_of_the_platforms_shape_in_metallbs_namespace_on_test_net():
     probe = json.loads(metallb_webhook.probe_manifest())
     assert (probe["apiVersion"], probe["kind"]) == (render.METALLB_API_VERSION, "IPAddressPool")
@@ -70,7 +81,11 @@ def test_default_bound_is_minutes_not_forever():
 KUBECTL = """#!/bin/sh
 printf '%s\\n' "$*" >> "$STATE/kubectl.log"
 case "$*" in
-  *"get crd"*) [ -f "$STATE/crd" ] ;;
+  *"get crd"*) if [ -f "$STATE/unreachable" ]; then
+                 echo 'The connection to the server was refused' >&2; exit 1
+               fi
+               [ -f "$STATE/crd" ] && exit 0
+               echo 'Error from server (NotFound): customresourcedefinitions "x" not found' >&2; exit 1 ;;
   *"delete "*) if [ -f "$STATE/stuck" ]; then
                  echo 'error: timed out waiting for the condition' >&2; exit 1
                fi
@@ -108,7 +123,7 @@ def test_the_charts_datastores_go_first_and_delete_waits_for_them(tmp_path):
 def test_without_kamajis_crds_there_is_nothing_to_delete(tmp_path):
     result = delete(tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "no Kamaji DataStores to delete" in result.stdout
+    assert "no Kamaji DataStores to delete (datastores.kamaji.clastix.io is not installed)" in result.stdout
     assert not any(" delete " in f" {c}" for c in (tmp_path / "kubectl.log").read_text().splitlines())
 
 
@@ -120,3 +135,19 @@ def test_a_datastore_that_does_not_go_stops_the_destroy_naming_it(tmp_path):
         " were not deleted within 7s" in result.stderr
     assert "timed out waiting for the condition" in result.stderr
     assert "get datastores.kamaji.clastix.io -o yaml" in result.stderr
+
+
+def test_a_cluster_that_does_not_answer_is_said_and_the_destroy_goes_on(tmp_path):
+    result = delete(tmp_path, "unreachable")
+    assert result.returncode == 0
+    assert "could not be looked up before its uninstall (The connection to the server was refused)" \
+        in result.stderr
+    assert "patch datastores.kamaji.clastix.io default --type=json" in result.stderr
+
+
+def test_the_datastores_commands_create_only_prints(tmp_path):
+    """Its create runs again on an update: it only says what its delete will do."""
+    for _ in range(2):
+        result = subprocess.run(["sh", "-c", kamaji_webhook.DATASTORES_NOTE], capture_output=True, text=True,
+                                timeout=30, env={"PATH": os.environ["PATH"]})
+        assert result.returncode == 0 and "deleted before its uninstall" in result.stdout

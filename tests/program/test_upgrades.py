@@ -224,12 +224,12 @@ def test_from_a48b3f2_a_host_stack_updates_its_hosts_in_place(monkeypatch):
     # And every Kubernetes provider takes back, by force, a field the platform sets that a hand
     # changed (issue 42): an update of each provider, which replaces nothing it manages.
     providers = {"management-k8s", "ml-prod-k8s", "sandbox-k8s"}
-    # And (issue 42) the pool waits for MetalLB's webhook (a new wait, created), and Kamaji's wait
-    # gets a delete that takes the chart's DataStores before Kamaji's uninstall (an update; it is in
-    # clean_shell already).
+    # And (issue 42) the pool waits for MetalLB's webhook (a new wait, created), and a command whose
+    # delete takes the chart's DataStores before Kamaji's uninstall (created).
     assert {(step.op, step.name) for step in steps if step.op != "read"} == {
         ("update", name) for name in (*hosts, *registrations, *(f"{host}-leave" for host in hosts),
                                       *(f"{host}-join" for host in hosts), *clean_shell, *node_admission,
                                       *hami_releases, *providers)
-    } | {("create", name) for name in (*join_access, "management-metallb-webhook")} | {
+    } | {("create", name) for name in (*join_access, "management-metallb-webhook",
+                                       "management-kamaji-datastores")} | {
         ("create", f"sandbox-gpus-lock-release-{name}") for name in LOCK_RELEASE_RESOURCES}

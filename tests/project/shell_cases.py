@@ -124,6 +124,7 @@ def _management_cases(prefix: str, management: ManagementConfig) -> Iterator[Cas
             management, access.MANAGEMENT_KUBECONFIG_ENV))
         yield Case(f"{prefix}/kamaji-datastores-delete.sh", SH,
                    lambda: kamaji_webhook.kamaji_datastores_delete_script(management))
+        yield Case(f"{prefix}/kamaji-datastores-note.sh", SH, lambda: kamaji_webhook.DATASTORES_NOTE)
     yield Case(f"{prefix}/kamaji-chart-fetch.sh", SH, kamaji_chart.fetch_script)
     yield Case(f"{prefix}/kamaji-webhook-wait.sh", SH,
                lambda: kamaji_webhook.kamaji_webhook_wait_script(management), frozenset({"SC2034"}))

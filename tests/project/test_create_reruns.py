@@ -51,6 +51,8 @@ RERUN_TESTS = {
                                  "test_running_it_again_makes_dry_runs_only",
     "management-metallb-webhook": "tests/management/test_metallb_webhook.py::"
                                   "test_running_it_again_makes_dry_runs_only",
+    "management-kamaji-datastores": "tests/management/test_metallb_webhook.py::"
+                                    "test_the_datastores_commands_create_only_prints",
     "management-create-only-<setting>": f"{HERE}::test_a_guards_create_only_prints_and_prints_the_same_again",
     "<tenant>-create-only-<setting>": f"{HERE}::test_a_guards_create_only_prints_and_prints_the_same_again",
     "<tenant>-network": "tests/tenant/test_own_network.py::TestCreate::test_running_it_again_creates_nothing",

@@ -64,7 +64,7 @@ now=$(date -u +%s)
 if [ "$api_time" -gt $(( now + 1 + @clock_skew_seconds@ )) ]; then
   miss "the clock is $(( api_time - now ))s behind the tenant API server's (at most @clock_skew_seconds@s): its certificates would not be valid yet; set the clock right and keep it synchronized (systemd-timesyncd or chrony)"
 elif [ "$now" -gt $(( api_time + @clock_skew_seconds@ + @session_seconds@ )) ]; then
-  miss "the clock is $(( now - api_time ))s ahead of the tenant API server's (at most @clock_skew_seconds@s): the bootstrap token would look expired; set the clock right and keep it synchronized (systemd-timesyncd or chrony)"
+  miss "the clock is $(( now - api_time ))s ahead of the tenant API server's (at most @clock_skew_seconds@s, and @session_seconds@s more for this SSH session to open): the bootstrap token would look expired; set the clock right and keep it synchronized (systemd-timesyncd or chrony)"
 fi
 @reach_function@
 # Not joined by kubeadm, yet a kubelet is set up or listening (another installer's node, at a
@@ -114,5 +114,5 @@ fi
 if command -v timedatectl >/dev/null 2>&1 \
     && [ "$(timedatectl show -p NTPSynchronized --value 2>/dev/null)" = yes ]; then :
 else
-  echo "note: host @host@'s clock is not reported synchronized (timedatectl NTPSynchronized); it is within @clock_skew_seconds@s of the tenant API server's now, but may drift: enable systemd-timesyncd or chrony"
+  echo "note: host @host@'s clock is not reported synchronized (timedatectl NTPSynchronized); it agrees with the tenant API server's now, but may drift: enable systemd-timesyncd or chrony"
 fi

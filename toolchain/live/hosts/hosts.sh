@@ -7,8 +7,9 @@
 # joins them and a real kubelet runs pods in them. Forwarding is on, as kubeadm's install guide has an
 # admin set it (a new network namespace starts with it off; kubeadm's join preflight refuses that).
 #   hosts.sh <bin> <engine> network <network> <subnet> <gateway>  the network, made if missing
-#   hosts.sh <bin> <engine> create <run> <network> <name> <address> <host key> <authorized key>
-#     the private host key file and the public key file are the caller's (made with ssh-keygen);
+#   hosts.sh <bin> <engine> create <run> <network> <name> <address> <host key> <authorized key> <image>
+#     the private host key file and the public key file are the caller's (made with ssh-keygen), the
+#     image host-image.sh's tag;
 #     prints when sshd answers; a container of that name is an error (never reused)
 #   hosts.sh <bin> <engine> exec <name> <command...>    a command on the host, as root
 #   hosts.sh <bin> <engine> delete <run> [network]      every host of the run (and the network)
@@ -31,9 +32,8 @@ case $action in
     ;;
   create)
     run=${1:?$usage} network=${2:?$usage} name=${3:?$usage} address=${4:?$usage}
-    host_key=${5:?$usage} authorized=${6:?$usage}
-    image=$(docker_ image ls -q --filter reference='khp-live-host:*' | head -n 1)
-    [ -n "$image" ] || die "no host image in the engine: run host-image.sh first"
+    host_key=${5:?$usage} authorized=${6:?$usage} image=${7:?$usage}
+    docker_ image inspect "$image" >/dev/null 2>&1 || die "no image $image in the engine: run host-image.sh first"
     docker_ create --name "$name" --hostname "$name" --network "$network" --ip "$address" \
       --privileged --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
       --tty --init=false --cgroupns=private --tmpfs /tmp --tmpfs /run --volume /var \
